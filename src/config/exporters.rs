@@ -1,0 +1,301 @@
+//! Exporter entries of the config: `[[traces.exporters]]` / `[[metrics.exporters]]`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::BatchConfig;
+
+/// One exporter, tagged by `kind`.
+///
+/// ```toml
+/// [[traces.exporters]]
+/// kind = "wasm"
+/// path = "exporters/vendor.wasm"
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ExporterSpec {
+    /// OTLP over gRPC or HTTP/protobuf.
+    Otlp(OtlpExporterSpec),
+    /// One compact JSON line per span (or metric) on stdout.
+    Console(ConsoleExporterSpec),
+    /// Nothing is exported (spans are still counted).
+    None(NoneExporterSpec),
+    /// A sandboxed WebAssembly component implementing `lens:exporter/span-exporter`.
+    Wasm(WasmExporterSpec),
+}
+
+/// `kind = "console"`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConsoleExporterSpec {
+    /// Display name in statistics and logs. Example: `name = "stdout"`.
+    pub name: Option<String>,
+    /// Batch settings of this exporter. Example: `batch = { max_queue_size = 8192 }`.
+    pub batch: BatchOverrides,
+}
+
+/// `kind = "none"`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NoneExporterSpec {
+    /// Display name in statistics and logs. Example: `name = "discard"`.
+    pub name: Option<String>,
+}
+
+/// OTLP protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum OtlpProtocol {
+    /// gRPC (default port 4317).
+    #[default]
+    #[serde(rename = "grpc")]
+    Grpc,
+    /// HTTP with protobuf bodies (default port 4318).
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+}
+
+impl std::str::FromStr for OtlpProtocol {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "grpc" => Ok(Self::Grpc),
+            "http/protobuf" | "http" => Ok(Self::HttpProtobuf),
+            other => Err(format!(
+                "unknown OTLP protocol `{other}` (expected `grpc` or `http/protobuf`)"
+            )),
+        }
+    }
+}
+
+/// `kind = "otlp"`; also the top-level `[otlp]` defaults.
+///
+/// ```toml
+/// [[traces.exporters]]
+/// kind = "otlp"
+/// protocol = "http/protobuf"
+/// endpoint = "http://127.0.0.1:4318/v1/traces"
+/// headers = { authorization = "Bearer …" }
+/// timeout_ms = 10000
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OtlpExporterSpec {
+    /// Display name in statistics and logs. Example: `name = "collector"`.
+    pub name: Option<String>,
+    /// Collector URL. For HTTP it is used verbatim: include `/v1/traces` or `/v1/metrics`.
+    /// Unset: `OTEL_EXPORTER_OTLP_*_ENDPOINT`, then the protocol's localhost default.
+    pub endpoint: Option<String>,
+    /// `grpc` or `http/protobuf`. Unset: `OTEL_EXPORTER_OTLP_PROTOCOL`, then `grpc`.
+    pub protocol: Option<OtlpProtocol>,
+    /// Extra request headers (`OTEL_EXPORTER_OTLP_HEADERS` adds to them).
+    pub headers: BTreeMap<String, String>,
+    /// Per-request timeout in milliseconds. Example: `timeout_ms = 10000`.
+    pub timeout_ms: Option<u64>,
+    /// Batch settings of this exporter. Example: `batch = { max_export_batch_size = 1024 }`.
+    pub batch: BatchOverrides,
+}
+
+/// Per-exporter batch settings; unset fields take the top-level `[batch]` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BatchOverrides {
+    /// See [`BatchConfig::max_queue_size`].
+    pub max_queue_size: Option<usize>,
+    /// See [`BatchConfig::max_export_batch_size`].
+    pub max_export_batch_size: Option<usize>,
+    /// See [`BatchConfig::scheduled_delay_ms`].
+    pub scheduled_delay_ms: Option<u64>,
+    /// See [`BatchConfig::export_timeout_ms`].
+    pub export_timeout_ms: Option<u64>,
+    /// See [`BatchConfig::shutdown_timeout_ms`].
+    pub shutdown_timeout_ms: Option<u64>,
+}
+
+/// How an environment variable reaches a wasm guest.
+///
+/// ```toml
+/// env = { DATASET = "pretraining", VENDOR_API_KEY = { from_host = "VENDOR_API_KEY" } }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum EnvGrant {
+    /// An explicit value.
+    Value(String),
+    /// The value of a host variable (an error at setup when the host lacks it).
+    FromHost {
+        /// Name of the host variable.
+        from_host: String,
+    },
+}
+
+impl<'de> Deserialize<'de> for EnvGrant {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = EnvGrant;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(r#"a string value or { from_host = "HOST_VARIABLE" }"#)
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<EnvGrant, E> {
+                Ok(EnvGrant::Value(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<EnvGrant, A::Error> {
+                let mut from_host = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key != "from_host" || from_host.is_some() {
+                        return Err(serde::de::Error::unknown_field(&key, &["from_host"]));
+                    }
+                    from_host = Some(map.next_value::<String>()?);
+                }
+                from_host
+                    .map(|from_host| EnvGrant::FromHost { from_host })
+                    .ok_or_else(|| serde::de::Error::missing_field("from_host"))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// A host directory made visible to a wasm guest.
+///
+/// ```toml
+/// preopens = [{ host = "./lens-out", guest = "/out", read_only = false }]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WasmPreopen {
+    /// Host directory (relative paths are relative to the config file).
+    pub host: PathBuf,
+    /// Path the guest sees. Example: `guest = "/out"`.
+    pub guest: String,
+    /// Read-only unless `false`. Example: `read_only = false`.
+    #[serde(default = "yes")]
+    pub read_only: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `kind = "wasm"`: a sandboxed component. Everything not granted here is denied.
+///
+/// ```toml
+/// [[traces.exporters]]
+/// kind = "wasm"
+/// path = "exporters/vendor.wasm"
+/// sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+/// allowed_hosts = ["ingest.example.com:443"]
+/// env = { VENDOR_API_KEY = { from_host = "VENDOR_API_KEY" } }
+/// settings = { dataset = "pretraining" }
+/// memory_limit_mib = 128
+/// call_timeout_ms = 2000
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WasmExporterSpec {
+    /// Display name in statistics and logs; default: the file stem.
+    pub name: Option<String>,
+    /// The component file (relative paths are relative to the config file).
+    pub path: PathBuf,
+    /// Refuse the file unless its SHA-256 (hex) is this.
+    pub sha256: Option<String>,
+    /// `host:port` (or `host`, any port) the guest may call over `wasi:http`. Empty: none.
+    pub allowed_hosts: Vec<String>,
+    /// Environment variables the guest sees. Empty: none.
+    pub env: BTreeMap<String, EnvGrant>,
+    /// Directories the guest may open. Empty: none.
+    pub preopens: Vec<WasmPreopen>,
+    /// Exporter settings handed to the guest's `init` as string pairs.
+    pub settings: BTreeMap<String, String>,
+    /// Linear memory cap per instance, MiB. Default 256.
+    pub memory_limit_mib: Option<u64>,
+    /// Deadline of one guest call, ms. Default: the batch `export_timeout_ms`.
+    pub call_timeout_ms: Option<u64>,
+    /// Optional fuel per call (deterministic instruction budget). Default: unlimited.
+    pub fuel_per_call: Option<u64>,
+    /// Forward the guest's stdout/stderr to the host log. Default `true`.
+    pub forward_stdio: Option<bool>,
+    /// Batch settings of this exporter.
+    pub batch: BatchOverrides,
+}
+
+impl WasmExporterSpec {
+    pub(crate) fn resolve_relative_paths(&mut self, base: &Path) {
+        if self.path.is_relative() {
+            self.path = base.join(&self.path);
+        }
+        for p in &mut self.preopens {
+            if p.host.is_relative() {
+                p.host = base.join(&p.host);
+            }
+        }
+    }
+}
+
+impl ExporterSpec {
+    /// The spec named by the top-level `exporter` shorthand.
+    pub fn from_shorthand(value: &str) -> Result<Self, String> {
+        match value {
+            "otlp" => Ok(Self::Otlp(OtlpExporterSpec::default())),
+            "console" => Ok(Self::Console(ConsoleExporterSpec::default())),
+            "none" => Ok(Self::None(NoneExporterSpec::default())),
+            path if path.ends_with(".wasm") => Ok(Self::Wasm(WasmExporterSpec {
+                path: PathBuf::from(path),
+                ..Default::default()
+            })),
+            other => Err(format!(
+                "unknown exporter `{other}` (expected `otlp`, `console`, `none` or a path ending in `.wasm`)"
+            )),
+        }
+    }
+
+    /// The name used in statistics and logs.
+    pub fn display_name(&self) -> String {
+        match self {
+            Self::Otlp(s) => s.name.clone().unwrap_or_else(|| "otlp".into()),
+            Self::Console(s) => s.name.clone().unwrap_or_else(|| "console".into()),
+            Self::None(s) => s.name.clone().unwrap_or_else(|| "none".into()),
+            Self::Wasm(s) => s.name.clone().unwrap_or_else(|| {
+                s.path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "wasm".into())
+            }),
+        }
+    }
+
+    /// The batch settings of this exporter given the top-level defaults.
+    pub fn batch_config(&self, defaults: &BatchConfig) -> BatchConfig {
+        match self {
+            Self::Otlp(s) => defaults.with_overrides(&s.batch),
+            Self::Console(s) => defaults.with_overrides(&s.batch),
+            Self::None(_) => *defaults,
+            Self::Wasm(s) => defaults.with_overrides(&s.batch),
+        }
+    }
+
+    pub(crate) fn validate(&self, defaults: &BatchConfig) -> Result<(), String> {
+        let b = self.batch_config(defaults);
+        super::check_batch(b.max_queue_size, b.max_export_batch_size)?;
+        if let Self::Wasm(w) = self {
+            if w.path.as_os_str().is_empty() {
+                return Err("`path` to the .wasm component is required".to_string());
+            }
+            if let Some(pin) = &w.sha256
+                && (pin.len() != 64 || !pin.chars().all(|c| c.is_ascii_hexdigit()))
+            {
+                return Err(format!("`sha256` = {pin:?} is not 64 hex digits"));
+            }
+            if w.memory_limit_mib == Some(0) || w.call_timeout_ms == Some(0) {
+                return Err("`memory_limit_mib` and `call_timeout_ms` must be positive".into());
+            }
+        }
+        Ok(())
+    }
+}

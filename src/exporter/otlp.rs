@@ -1,0 +1,235 @@
+//! `otlp`: the opentelemetry-otlp exporters, gRPC (tonic) or HTTP/protobuf (blocking reqwest).
+//!
+//! Batch processors call `export` from their own thread with no tokio runtime; tonic needs one.
+//! The gRPC exporters therefore get a small shared runtime and every call is driven on it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::Temporality;
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+
+use crate::config::env::{EnvSource, otlp_endpoint};
+use crate::config::{OtlpExporterSpec, OtlpProtocol};
+use crate::error::LensError;
+
+/// The runtime tonic runs on; one per installation, shared by its gRPC exporters.
+pub(crate) fn grpc_runtime() -> Result<Arc<tokio::runtime::Runtime>, LensError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("lens-otlp-grpc")
+        .enable_all()
+        .build()
+        .map(Arc::new)
+        .map_err(|e| LensError::exporter("otlp", format!("cannot start the gRPC runtime: {e}")))
+}
+
+/// Effective settings of one OTLP exporter: its own, then the `[otlp]` defaults, then `OTEL_*`.
+#[derive(Debug, Clone)]
+pub(crate) struct OtlpSettings {
+    pub protocol: OtlpProtocol,
+    pub endpoint: String,
+    pub headers: HashMap<String, String>,
+    pub timeout: Duration,
+}
+
+impl OtlpSettings {
+    pub(crate) fn resolve(
+        spec: &OtlpExporterSpec,
+        defaults: &OtlpExporterSpec,
+        signal: &str,
+        env: &dyn EnvSource,
+    ) -> Self {
+        let protocol = spec.protocol.or(defaults.protocol).unwrap_or_default();
+        let endpoint = spec
+            .endpoint
+            .clone()
+            .or_else(|| defaults.endpoint.clone())
+            .unwrap_or_else(|| otlp_endpoint(env, protocol, signal));
+        let mut headers: HashMap<String, String> = defaults.headers.clone().into_iter().collect();
+        headers.extend(spec.headers.clone());
+        let timeout =
+            Duration::from_millis(spec.timeout_ms.or(defaults.timeout_ms).unwrap_or(10_000));
+        Self {
+            protocol,
+            endpoint,
+            headers,
+            timeout,
+        }
+    }
+}
+
+fn metadata(headers: &HashMap<String, String>) -> Result<tonic_metadata::MetadataMap, String> {
+    let mut map = http::HeaderMap::new();
+    for (k, v) in headers {
+        let key = http::HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
+            .map_err(|e| format!("header name `{k}`: {e}"))?;
+        let value =
+            http::HeaderValue::from_str(v).map_err(|e| format!("header `{k}` value: {e}"))?;
+        map.insert(key, value);
+    }
+    Ok(tonic_metadata::MetadataMap::from_headers(map))
+}
+
+use opentelemetry_otlp::tonic_types::metadata as tonic_metadata;
+
+/// An OTLP span exporter, driven on its own runtime when it speaks gRPC.
+#[derive(Debug)]
+pub struct OtlpSpanExporter {
+    inner: opentelemetry_otlp::SpanExporter,
+    runtime: Option<Arc<tokio::runtime::Runtime>>,
+}
+
+impl OtlpSpanExporter {
+    pub(crate) fn build(
+        name: &str,
+        s: &OtlpSettings,
+        runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
+    ) -> Result<Self, LensError> {
+        let err = |e: &dyn std::fmt::Display| {
+            LensError::exporter(
+                name,
+                format!("{} ({}): {e}", s.endpoint, protocol_name(s.protocol)),
+            )
+        };
+        match s.protocol {
+            OtlpProtocol::Grpc => {
+                let rt = runtime()?;
+                let _guard = rt.enter();
+                let inner = opentelemetry_otlp::SpanExporter::builder()
+                    .with_tonic()
+                    .with_endpoint(&s.endpoint)
+                    .with_timeout(s.timeout)
+                    .with_metadata(metadata(&s.headers).map_err(|e| err(&e))?)
+                    .build()
+                    .map_err(|e| err(&e))?;
+                Ok(Self {
+                    inner,
+                    runtime: Some(rt.clone()),
+                })
+            }
+            OtlpProtocol::HttpProtobuf => {
+                let inner = opentelemetry_otlp::SpanExporter::builder()
+                    .with_http()
+                    .with_protocol(Protocol::HttpBinary)
+                    .with_endpoint(&s.endpoint)
+                    .with_timeout(s.timeout)
+                    .with_headers(s.headers.clone())
+                    .build()
+                    .map_err(|e| err(&e))?;
+                Ok(Self {
+                    inner,
+                    runtime: None,
+                })
+            }
+        }
+    }
+}
+
+fn protocol_name(p: OtlpProtocol) -> &'static str {
+    match p {
+        OtlpProtocol::Grpc => "grpc",
+        OtlpProtocol::HttpProtobuf => "http/protobuf",
+    }
+}
+
+impl SpanExporter for OtlpSpanExporter {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        match &self.runtime {
+            Some(rt) => rt.block_on(self.inner.export(batch)),
+            None => self.inner.export(batch).await,
+        }
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// An OTLP metric exporter, driven on its own runtime when it speaks gRPC.
+#[derive(Debug)]
+pub struct OtlpMetricExporter {
+    inner: opentelemetry_otlp::MetricExporter,
+    runtime: Option<Arc<tokio::runtime::Runtime>>,
+}
+
+impl OtlpMetricExporter {
+    pub(crate) fn build(
+        name: &str,
+        s: &OtlpSettings,
+        runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
+    ) -> Result<Self, LensError> {
+        let err = |e: &dyn std::fmt::Display| {
+            LensError::exporter(
+                name,
+                format!("{} ({}): {e}", s.endpoint, protocol_name(s.protocol)),
+            )
+        };
+        match s.protocol {
+            OtlpProtocol::Grpc => {
+                let rt = runtime()?;
+                let _guard = rt.enter();
+                let inner = opentelemetry_otlp::MetricExporter::builder()
+                    .with_tonic()
+                    .with_endpoint(&s.endpoint)
+                    .with_timeout(s.timeout)
+                    .with_metadata(metadata(&s.headers).map_err(|e| err(&e))?)
+                    .build()
+                    .map_err(|e| err(&e))?;
+                Ok(Self {
+                    inner,
+                    runtime: Some(rt.clone()),
+                })
+            }
+            OtlpProtocol::HttpProtobuf => {
+                let inner = opentelemetry_otlp::MetricExporter::builder()
+                    .with_http()
+                    .with_protocol(Protocol::HttpBinary)
+                    .with_endpoint(&s.endpoint)
+                    .with_timeout(s.timeout)
+                    .with_headers(s.headers.clone())
+                    .build()
+                    .map_err(|e| err(&e))?;
+                Ok(Self {
+                    inner,
+                    runtime: None,
+                })
+            }
+        }
+    }
+}
+
+impl PushMetricExporter for OtlpMetricExporter {
+    async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        match &self.runtime {
+            Some(rt) => rt.block_on(self.inner.export(metrics)),
+            None => self.inner.export(metrics).await,
+        }
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn temporality(&self) -> Temporality {
+        self.inner.temporality()
+    }
+}

@@ -1,0 +1,194 @@
+//! Delivery statistics: per exporter, every span handed to it is exported or counted as dropped.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+/// Why spans were dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// The exporter's queue was full when the span ended.
+    QueueFull,
+    /// The export call failed (error, trap, timeout) or the exporter was backing off.
+    ExportFailed,
+    /// Still queued or in flight when shutdown gave up, or ended after shutdown.
+    Shutdown,
+}
+
+/// Live counters of one exporter (cheap atomics, updated by the processor).
+#[derive(Debug)]
+pub struct ExporterStats {
+    name: String,
+    received: AtomicU64,
+    exported: AtomicU64,
+    dropped_queue_full: AtomicU64,
+    dropped_export_failed: AtomicU64,
+    dropped_shutdown: AtomicU64,
+    batches_exported: AtomicU64,
+    batches_failed: AtomicU64,
+    latency: LatencyHistogram,
+}
+
+impl ExporterStats {
+    /// Counters for the exporter called `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            received: AtomicU64::new(0),
+            exported: AtomicU64::new(0),
+            dropped_queue_full: AtomicU64::new(0),
+            dropped_export_failed: AtomicU64::new(0),
+            dropped_shutdown: AtomicU64::new(0),
+            batches_exported: AtomicU64::new(0),
+            batches_failed: AtomicU64::new(0),
+            latency: LatencyHistogram::default(),
+        }
+    }
+
+    /// The exporter's display name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn record_received(&self) {
+        self.received.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn record_dropped(&self, reason: DropReason, spans: u64) {
+        let counter = match reason {
+            DropReason::QueueFull => &self.dropped_queue_full,
+            DropReason::ExportFailed => &self.dropped_export_failed,
+            DropReason::Shutdown => &self.dropped_shutdown,
+        };
+        counter.fetch_add(spans, Relaxed);
+    }
+
+    pub(crate) fn record_batch(&self, spans: u64, ok: bool, elapsed: Duration) {
+        if ok {
+            self.exported.fetch_add(spans, Relaxed);
+            self.batches_exported.fetch_add(1, Relaxed);
+        } else {
+            self.dropped_export_failed.fetch_add(spans, Relaxed);
+            self.batches_failed.fetch_add(1, Relaxed);
+        }
+        self.latency.record(elapsed);
+    }
+
+    /// A consistent-enough copy of the counters.
+    pub fn snapshot(&self) -> ExporterSnapshot {
+        ExporterSnapshot {
+            name: self.name.clone(),
+            received: self.received.load(Relaxed),
+            exported: self.exported.load(Relaxed),
+            dropped_queue_full: self.dropped_queue_full.load(Relaxed),
+            dropped_export_failed: self.dropped_export_failed.load(Relaxed),
+            dropped_shutdown: self.dropped_shutdown.load(Relaxed),
+            batches_exported: self.batches_exported.load(Relaxed),
+            batches_failed: self.batches_failed.load(Relaxed),
+            latency_p50: self.latency.quantile(0.50),
+            latency_p99: self.latency.quantile(0.99),
+        }
+    }
+}
+
+/// A copy of one exporter's counters.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExporterSnapshot {
+    /// Exporter name.
+    pub name: String,
+    /// Spans handed to the exporter's processor (ended and sampled).
+    pub received: u64,
+    /// Spans the exporter accepted.
+    pub exported: u64,
+    /// Spans dropped because the queue was full.
+    pub dropped_queue_full: u64,
+    /// Spans in batches whose export failed.
+    pub dropped_export_failed: u64,
+    /// Spans lost to shutdown (timed out, or ended after it).
+    pub dropped_shutdown: u64,
+    /// Successful export calls.
+    pub batches_exported: u64,
+    /// Failed export calls.
+    pub batches_failed: u64,
+    /// Median export call latency (bucket upper bound).
+    pub latency_p50: Duration,
+    /// 99th percentile export call latency (bucket upper bound).
+    pub latency_p99: Duration,
+}
+
+impl ExporterSnapshot {
+    /// All dropped spans.
+    pub fn dropped(&self) -> u64 {
+        self.dropped_queue_full + self.dropped_export_failed + self.dropped_shutdown
+    }
+
+    /// Spans neither exported nor dropped yet: queued or in flight.
+    pub fn pending(&self) -> u64 {
+        self.received.saturating_sub(self.exported + self.dropped())
+    }
+}
+
+/// Statistics of a whole telemetry installation.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct DeliveryStats {
+    /// Spans ended (and recorded) on this rank.
+    pub spans_produced: u64,
+    /// Spans still open at shutdown, ended there and marked truncated.
+    pub spans_truncated: u64,
+    /// One entry per span exporter, in configuration order.
+    pub exporters: Vec<ExporterSnapshot>,
+}
+
+impl DeliveryStats {
+    /// The entry of the exporter called `name`.
+    pub fn exporter(&self, name: &str) -> Option<&ExporterSnapshot> {
+        self.exporters.iter().find(|e| e.name == name)
+    }
+}
+
+/// Log2-bucketed latency histogram in microseconds (bucket `i` holds `< 2^i µs`).
+#[derive(Debug, Default)]
+struct LatencyHistogram {
+    buckets: [AtomicU64; 32],
+}
+
+impl LatencyHistogram {
+    fn record(&self, d: Duration) {
+        let micros = d.as_micros().min(u128::from(u32::MAX)) as u32;
+        let idx = (32 - micros.leading_zeros()).min(31) as usize;
+        self.buckets[idx].fetch_add(1, Relaxed);
+    }
+
+    fn quantile(&self, q: f64) -> Duration {
+        let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return Duration::ZERO;
+        }
+        let target = ((total as f64) * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, c) in counts.iter().enumerate() {
+            seen += c;
+            if seen >= target {
+                return Duration::from_micros(1u64 << i);
+            }
+        }
+        Duration::from_micros(1u64 << 31)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_bound_the_samples() {
+        let h = LatencyHistogram::default();
+        for _ in 0..98 {
+            h.record(Duration::from_micros(100));
+        }
+        h.record(Duration::from_millis(50));
+        h.record(Duration::from_millis(50));
+        assert_eq!(h.quantile(0.5), Duration::from_micros(128));
+        assert_eq!(h.quantile(0.99), Duration::from_micros(65_536));
+    }
+}

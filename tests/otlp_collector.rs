@@ -1,0 +1,169 @@
+//! OTLP end to end against a real collector (rotel) on 127.0.0.1, over gRPC and HTTP.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Collector;
+use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol};
+use lens::opentelemetry::KeyValue;
+use lens::opentelemetry::trace::{Span, Tracer};
+use lens::{LensConfig, Telemetry};
+
+const T: Duration = Duration::from_secs(20);
+
+fn otlp_config(protocol: OtlpProtocol, endpoint: String) -> LensConfig {
+    LensConfig {
+        service_name: "otlp-e2e".into(),
+        run_id: "e2e".into(),
+        metrics_enabled: false,
+        traces: lens::config::SignalConfig {
+            exporters: vec![ExporterSpec::Otlp(OtlpExporterSpec {
+                protocol: Some(protocol),
+                endpoint: Some(endpoint),
+                ..Default::default()
+            })],
+        },
+        ..Default::default()
+    }
+}
+
+fn spans_arrive(protocol: OtlpProtocol) {
+    let collector = Collector::start();
+    let endpoint = match protocol {
+        OtlpProtocol::Grpc => format!("http://127.0.0.1:{}", collector.grpc_port),
+        OtlpProtocol::HttpProtobuf => format!("http://127.0.0.1:{}/v1/traces", collector.http_port),
+    };
+    let handle = Telemetry::builder(otlp_config(protocol, endpoint))
+        .rank(2)
+        .world_size(4)
+        .env(std::collections::HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap();
+    let tracer = handle.tracer("trainer");
+    tracer.in_span("train_step", |cx| {
+        let span = lens::opentelemetry::trace::TraceContextExt::span(&cx);
+        span.set_attribute(KeyValue::new("step", 17));
+        span.set_attribute(KeyValue::new("phase", "forward ünïcode"));
+        span.set_attribute(KeyValue::new("loss", 2.5));
+        let mut child = tracer.start("optimizer");
+        child.set_attribute(KeyValue::new("lr", 0.0003));
+        child.end();
+    });
+    handle.force_flush(T).unwrap();
+    let out = collector.wait_for("both spans", |o| {
+        let names = Collector::span_names(o);
+        names.contains(&"train_step".to_string()) && names.contains(&"optimizer".to_string())
+    });
+    for expected in [
+        "service.name: Str(otlp-e2e)",
+        "dl.rank: Int(2)",
+        "dl.world_size: Int(4)",
+        "service.instance.id: Str(e2e-rank2)",
+        "step: Int(17)",
+        "phase: Str(forward ünïcode)",
+        "loss: Double(2.5)",
+        "lr: Double(0.0003)",
+    ] {
+        assert!(
+            out.contains(expected),
+            "collector output lacks `{expected}`:\n{out}"
+        );
+    }
+    handle.shutdown(T).unwrap();
+    let e = &handle.stats().exporters[0];
+    assert_eq!((e.exported, e.dropped()), (2, 0), "{e:?}");
+}
+
+#[test]
+fn spans_arrive_at_a_real_collector_over_grpc() {
+    spans_arrive(OtlpProtocol::Grpc);
+}
+
+#[test]
+fn spans_arrive_at_a_real_collector_over_http_protobuf() {
+    spans_arrive(OtlpProtocol::HttpProtobuf);
+}
+
+#[test]
+fn an_unreachable_collector_counts_failed_batches_without_blocking_training() {
+    let port = common::free_port(); // nothing listens here
+    let mut cfg = otlp_config(
+        OtlpProtocol::HttpProtobuf,
+        format!("http://127.0.0.1:{port}/v1/traces"),
+    );
+    cfg.otlp.timeout_ms = Some(500);
+    let handle = Telemetry::builder(cfg)
+        .env(std::collections::HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap();
+    let tracer = handle.tracer("t");
+    let started = Instant::now();
+    for _ in 0..1000 {
+        tracer.start("s").end();
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "ending spans must not wait on the exporter"
+    );
+    let _ = handle.shutdown(T);
+    let e = &handle.stats().exporters[0];
+    assert_eq!(e.received, 1000);
+    assert_eq!(e.exported, 0);
+    assert_eq!(e.dropped(), 1000, "{e:?}");
+}
+
+/// The bar: with default settings, a rank producing 50k spans/s for 10 s to a local
+/// collector over OTLP loses none.
+#[test]
+fn fifty_thousand_spans_per_second_for_ten_seconds_lose_none() {
+    let collector = Collector::start_quiet();
+    let cfg = otlp_config(
+        OtlpProtocol::Grpc,
+        format!("http://127.0.0.1:{}", collector.grpc_port),
+    );
+    let handle = Telemetry::builder(cfg)
+        .env(std::collections::HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap();
+    let tracer = handle.tracer("load");
+    const RATE: u64 = 50_000;
+    const SECONDS: u64 = 10;
+    let started = Instant::now();
+    let mut produced = 0u64;
+    // Paced in 1 ms slices of 50 spans.
+    while produced < RATE * SECONDS {
+        for _ in 0..50 {
+            let mut s = tracer.start("step");
+            s.set_attribute(KeyValue::new("i", produced as i64));
+            s.end();
+            produced += 1;
+        }
+        let due = started + Duration::from_micros(produced * 1_000_000 / RATE);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+    let elapsed = started.elapsed();
+    handle.shutdown(T).unwrap();
+    let e = &handle.stats().exporters[0];
+    eprintln!("produced {produced} spans in {elapsed:?}: {e:?}");
+    assert_eq!(e.received, RATE * SECONDS);
+    assert_eq!(e.dropped(), 0, "{e:?}");
+    assert_eq!(e.exported, RATE * SECONDS);
+    let out = collector.output();
+    let received: u64 = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["msg"] == "Received traces.")
+        .filter_map(|v| v["spans"].as_u64())
+        .sum();
+    assert_eq!(
+        received,
+        RATE * SECONDS,
+        "the collector counted what it received"
+    );
+}
