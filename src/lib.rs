@@ -45,3 +45,8 @@ pub use trace::{DeliveryStats, ExporterSnapshot, RankAwareSampler};
 /// Re-exported so users need not pin matching versions themselves.
 pub use opentelemetry;
 pub use opentelemetry_sdk;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -249,7 +249,7 @@ impl SpanExporter for SlowExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         std::thread::sleep(self.delay);
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        if self.fail_every > 0 && n % self.fail_every == 0 {
+        if self.fail_every > 0 && n.is_multiple_of(self.fail_every) {
             return Err(OTelSdkError::InternalFailure("backend said no".into()));
         }
         self.accepted
@@ -545,8 +545,10 @@ fn strategy_table_for_ranks_0_to_15() {
 
 #[test]
 fn custom_strategies_register_by_name_and_builtins_are_protected() {
-    lens::register_export_strategy("even_ranks", |r: &RankInfo, _: &LensConfig| r.rank % 2 == 0)
-        .unwrap();
+    lens::register_export_strategy("even_ranks", |r: &RankInfo, _: &LensConfig| {
+        r.rank.is_multiple_of(2)
+    })
+    .unwrap();
     assert!(decide("even_ranks", 2, 4, 0, 0, 1.0));
     assert!(!decide("even_ranks", 3, 4, 0, 0, 1.0));
     let taken = lens::register_export_strategy("sampled", |_: &RankInfo, _: &LensConfig| true);

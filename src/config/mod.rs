@@ -2,7 +2,7 @@
 //!
 //! Field names mirror NeMo Lens so Python and Rust ranks can share one configuration.
 //! Every struct is strict (`deny_unknown_fields`): a misspelt key is an error naming the key and the
-//! file, never silently ignored. Environment overrides live in [`env`].
+//! file, never silently ignored. Environment overrides live in [`mod@env`].
 
 pub mod env;
 mod exporters;

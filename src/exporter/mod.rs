@@ -2,6 +2,7 @@
 
 pub mod console;
 pub mod json;
+pub mod jsonl_file;
 pub mod otlp;
 
 use std::sync::{Arc, OnceLock};
@@ -13,7 +14,6 @@ use opentelemetry_sdk::trace::SpanProcessor;
 use crate::config::env::EnvSource;
 use crate::config::{ExporterSpec, LensConfig};
 use crate::error::LensError;
-use crate::rank::RankInfo;
 use crate::trace::{BatchSpanProcessor, ExporterStats};
 use console::{ConsoleMetricExporter, ConsoleSpanExporter, NoopSpanExporter};
 use otlp::{OtlpMetricExporter, OtlpSettings, OtlpSpanExporter};
@@ -22,16 +22,14 @@ use otlp::{OtlpMetricExporter, OtlpSettings, OtlpSpanExporter};
 pub(crate) struct BuildContext<'a> {
     pub config: &'a LensConfig,
     pub env: &'a dyn EnvSource,
-    pub rank: RankInfo,
     runtime: OnceLock<Arc<tokio::runtime::Runtime>>,
 }
 
 impl<'a> BuildContext<'a> {
-    pub(crate) fn new(config: &'a LensConfig, env: &'a dyn EnvSource, rank: RankInfo) -> Self {
+    pub(crate) fn new(config: &'a LensConfig, env: &'a dyn EnvSource) -> Self {
         Self {
             config,
             env,
-            rank,
             runtime: OnceLock::new(),
         }
     }
@@ -81,9 +79,8 @@ impl<'a> BuildContext<'a> {
         let exporter = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings = OtlpSettings::resolve(o, &self.config.otlp, "metrics", self.env);
-                MetricExporterKind::Otlp(OtlpMetricExporter::build(name, &settings, &|| {
-                    self.runtime()
-                })?)
+                let exporter = OtlpMetricExporter::build(name, &settings, &|| self.runtime())?;
+                MetricExporterKind::Otlp(Box::new(exporter))
             }
             ExporterSpec::Console(_) => MetricExporterKind::Console(ConsoleMetricExporter),
             ExporterSpec::None(_) => return Ok(None),
@@ -107,7 +104,7 @@ impl<'a> BuildContext<'a> {
 #[derive(Debug)]
 pub enum MetricExporterKind {
     /// OTLP.
-    Otlp(OtlpMetricExporter),
+    Otlp(Box<OtlpMetricExporter>),
     /// JSON lines on stdout.
     Console(ConsoleMetricExporter),
 }

@@ -1,0 +1,76 @@
+//! Subcommands of `lens`.
+//!
+//! Exit codes: 0 success; 1 the run finished but something failed (a rank crashed, spans were
+//! dropped with `--fail-on-drop`); 2 bad usage, config or input.
+
+mod config_cmd;
+mod demo;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code: bad usage, config or input.
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code: the run finished with failures.
+pub const EXIT_RUN_FAILED: u8 = 1;
+
+#[derive(Parser)]
+#[command(
+    name = "lens",
+    version,
+    about = "OpenTelemetry for multi-rank training jobs, with sandboxed wasm exporters"
+)]
+#[command(
+    after_help = "Exit codes: 0 success, 1 the run finished with failures, 2 bad usage, config or input."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a simulated multi-rank training job, one OS process per rank.
+    #[command(
+        after_help = "Examples:\n  lens demo\n  lens demo --ranks 8 --nodes 2 --steps 200\n  lens demo --config lens.toml"
+    )]
+    Demo(demo::DemoArgs),
+    /// Validate or show configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// (internal) One rank of `lens demo`.
+    #[command(hide = true)]
+    DemoRank(demo::RankArgs),
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Strictly validate a config file (unknown keys, ranges, exporter entries).
+    #[command(after_help = "Example:\n  lens config validate lens.toml")]
+    Validate {
+        /// The TOML file.
+        file: PathBuf,
+    },
+    /// Print the effective config: the file (if any) with environment overrides applied.
+    #[command(
+        after_help = "Examples:\n  lens config show\n  LENS_EXPORT_STRATEGY=sampled lens config show --config lens.toml"
+    )]
+    Show {
+        /// The TOML file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+/// Parses the command line and runs the subcommand.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Demo(args) => demo::run(args),
+        Command::DemoRank(args) => demo::run_rank(args),
+        Command::Config(ConfigCommand::Validate { file }) => config_cmd::validate(&file),
+        Command::Config(ConfigCommand::Show { config }) => config_cmd::show(config.as_deref()),
+    }
+}

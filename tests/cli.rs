@@ -1,0 +1,206 @@
+//! The real `lens` binary: demo runs, config validation, exit codes.
+
+use std::path::Path;
+use std::process::Command;
+
+fn lens() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lens"));
+    for var in [
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LENS_EXPORTER",
+        "LENS_EXPORT_STRATEGY",
+    ] {
+        c.env_remove(var);
+    }
+    c
+}
+
+fn summary(out: &Path) -> Vec<serde_json::Value> {
+    let run_dir = std::fs::read_dir(out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(run_dir.join("summary.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn demo_with_defaults_writes_one_json_line_per_exported_span() {
+    let out = tempfile::tempdir().unwrap();
+    let result = lens()
+        .args([
+            "demo",
+            "--ranks",
+            "4",
+            "--nodes",
+            "2",
+            "--steps",
+            "30",
+            "--checkpoint-every",
+            "10",
+            "--step-ms",
+            "0",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        result.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    assert!(
+        stdout.contains("produced") && stdout.contains("output in"),
+        "{stdout}"
+    );
+    let ranks = summary(out.path());
+    assert_eq!(ranks.len(), 4);
+    for r in &ranks {
+        // job + 30 × (step, forward_backward, optimizer) + 3 checkpoints
+        assert_eq!(r["produced"], 1 + 30 * 3 + 3, "{r}");
+        assert_eq!(r["exported"], r["produced"], "{r}");
+        assert_eq!(r["dropped"], 0);
+        let file = r["output"].as_str().unwrap();
+        let lines = std::fs::read_to_string(file).unwrap();
+        assert_eq!(
+            lines.lines().count() as u64,
+            r["exported"].as_u64().unwrap()
+        );
+        let names: Vec<String> = lines
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(names.iter().filter(|n| *n == "checkpoint").count(), 3);
+        assert_eq!(names.last().map(String::as_str), Some("job"));
+    }
+}
+
+#[test]
+fn demo_with_a_strategy_config_exports_only_from_the_chosen_rank() {
+    let out = tempfile::tempdir().unwrap();
+    let cfg = out.path().join("lens.toml");
+    std::fs::write(&cfg, "exporter = \"none\"\nexport_strategy = \"single_rank\"\nexport_rank = -1\nmetrics_enabled = false\n").unwrap();
+    let result = lens()
+        .args([
+            "demo",
+            "--ranks",
+            "4",
+            "--nodes",
+            "1",
+            "--steps",
+            "5",
+            "--step-ms",
+            "0",
+            "--config",
+        ])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(out.path().join("o"))
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let ranks = summary(&out.path().join("o"));
+    let exporting: Vec<u64> = ranks
+        .iter()
+        .filter(|r| r["exporting"] == true)
+        .map(|r| r["rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(exporting, [3]);
+    for r in &ranks {
+        let expected = if r["rank"] == 3 { 1 + 5 * 3 } else { 0 };
+        assert_eq!(r["produced"], expected, "{r}");
+    }
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(stdout.contains("no (strategy)"), "{stdout}");
+}
+
+#[test]
+fn demo_with_the_sampler_reports_dropped_ranks() {
+    let out = tempfile::tempdir().unwrap();
+    let cfg = out.path().join("lens.toml");
+    // At rate 0.1 ranks 3, 5 and 6 of 0..8 are kept (md5 rule).
+    std::fs::write(&cfg, "exporter = \"none\"\nsampler_enabled = true\nexport_sample_rate = 0.1\nmetrics_enabled = false\n").unwrap();
+    let result = lens()
+        .args([
+            "demo",
+            "--ranks",
+            "8",
+            "--nodes",
+            "2",
+            "--steps",
+            "3",
+            "--step-ms",
+            "0",
+            "--config",
+        ])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(out.path().join("o"))
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let kept: Vec<u64> = summary(&out.path().join("o"))
+        .iter()
+        .filter(|r| r["sampler_keeps"] == true)
+        .map(|r| r["rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(kept, [3, 5, 6]);
+}
+
+#[test]
+fn bad_config_exits_2_with_the_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("bad.toml");
+    std::fs::write(&cfg, "export_sample_rate = 2.0\n").unwrap();
+    for args in [vec!["demo", "--config"], vec!["config", "validate"]] {
+        let result = lens().args(&args).arg(&cfg).output().unwrap();
+        assert_eq!(result.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(
+            stderr.trim(),
+            format!(
+                "error: invalid config {}: `export_sample_rate`: 2 is not between 0 and 1",
+                cfg.display()
+            )
+        );
+    }
+}
+
+#[test]
+fn config_show_applies_environment_overrides() {
+    let result = lens()
+        .args(["config", "show"])
+        .env("LENS_EXPORT_STRATEGY", "first_rank_per_node")
+        .env("NEMO_LENS_SAMPLER_ENABLED", "on")
+        .output()
+        .unwrap();
+    assert!(result.status.success());
+    let shown: lens::LensConfig = toml::from_str(&String::from_utf8_lossy(&result.stdout)).unwrap();
+    assert_eq!(shown.export_strategy, "first_rank_per_node");
+    assert!(shown.sampler_enabled);
+    let bad = lens()
+        .args(["config", "show"])
+        .env("LENS_ENABLED", "perhaps")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
