@@ -28,6 +28,43 @@ fn summary(out: &Path) -> Vec<serde_json::Value> {
     serde_json::from_str(&text).unwrap()
 }
 
+/// Runs `lens demo` on a config file with `text`; returns its output and the rank summaries.
+fn demo_with_config(
+    text: &str,
+    ranks: &str,
+    nodes: &str,
+    steps: &str,
+) -> (std::process::Output, Vec<serde_json::Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("lens.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let result = lens()
+        .args([
+            "demo",
+            "--ranks",
+            ranks,
+            "--nodes",
+            nodes,
+            "--steps",
+            steps,
+            "--step-ms",
+            "0",
+            "--config",
+        ])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("o"))
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let ranks = summary(&dir.path().join("o"));
+    (result, ranks)
+}
+
 #[test]
 fn demo_with_defaults_writes_one_json_line_per_exported_span() {
     let out = tempfile::tempdir().unwrap();
@@ -88,33 +125,12 @@ fn demo_with_defaults_writes_one_json_line_per_exported_span() {
 
 #[test]
 fn demo_with_a_strategy_config_exports_only_from_the_chosen_rank() {
-    let out = tempfile::tempdir().unwrap();
-    let cfg = out.path().join("lens.toml");
-    std::fs::write(&cfg, "exporter = \"none\"\nexport_strategy = \"single_rank\"\nexport_rank = -1\nmetrics_enabled = false\n").unwrap();
-    let result = lens()
-        .args([
-            "demo",
-            "--ranks",
-            "4",
-            "--nodes",
-            "1",
-            "--steps",
-            "5",
-            "--step-ms",
-            "0",
-            "--config",
-        ])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(out.path().join("o"))
-        .output()
-        .unwrap();
-    assert!(
-        result.status.success(),
-        "{}",
-        String::from_utf8_lossy(&result.stderr)
+    let (result, ranks) = demo_with_config(
+        "exporter = \"none\"\nexport_strategy = \"single_rank\"\nexport_rank = -1\nmetrics_enabled = false\n",
+        "4",
+        "1",
+        "5",
     );
-    let ranks = summary(&out.path().join("o"));
     let exporting: Vec<u64> = ranks
         .iter()
         .filter(|r| r["exporting"] == true)
@@ -131,34 +147,14 @@ fn demo_with_a_strategy_config_exports_only_from_the_chosen_rank() {
 
 #[test]
 fn demo_with_the_sampler_reports_dropped_ranks() {
-    let out = tempfile::tempdir().unwrap();
-    let cfg = out.path().join("lens.toml");
     // At rate 0.1 ranks 3, 5 and 6 of 0..8 are kept (md5 rule).
-    std::fs::write(&cfg, "exporter = \"none\"\nsampler_enabled = true\nexport_sample_rate = 0.1\nmetrics_enabled = false\n").unwrap();
-    let result = lens()
-        .args([
-            "demo",
-            "--ranks",
-            "8",
-            "--nodes",
-            "2",
-            "--steps",
-            "3",
-            "--step-ms",
-            "0",
-            "--config",
-        ])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(out.path().join("o"))
-        .output()
-        .unwrap();
-    assert!(
-        result.status.success(),
-        "{}",
-        String::from_utf8_lossy(&result.stderr)
+    let (_, ranks) = demo_with_config(
+        "exporter = \"none\"\nsampler_enabled = true\nexport_sample_rate = 0.1\nmetrics_enabled = false\n",
+        "8",
+        "2",
+        "3",
     );
-    let kept: Vec<u64> = summary(&out.path().join("o"))
+    let kept: Vec<u64> = ranks
         .iter()
         .filter(|r| r["sampler_keeps"] == true)
         .map(|r| r["rank"].as_u64().unwrap())

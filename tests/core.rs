@@ -29,6 +29,17 @@ fn no_env() -> HashMap<String, String> {
     HashMap::new()
 }
 
+/// Installs without touching the process environment or the global providers.
+trait LocalInstall {
+    fn local(self) -> lens::TelemetryHandle;
+}
+
+impl LocalInstall for lens::TelemetryBuilder {
+    fn local(self) -> lens::TelemetryHandle {
+        self.env(no_env()).install_global(false).install().unwrap()
+    }
+}
+
 fn attr<'a>(
     attrs: impl IntoIterator<Item = (&'a lens::opentelemetry::Key, &'a Value)>,
     key: &str,
@@ -49,10 +60,7 @@ fn seed_in_memory_span_exporter_and_metric_reader() {
         .resource_attributes([KeyValue::new("team", "pretrain")])
         .span_exporter(spans.clone())
         .metric_reader(reader.clone())
-        .env(no_env())
-        .install_global(false)
-        .install()
-        .unwrap();
+        .local();
     assert!(handle.is_exporting());
     let tracer = handle.tracer("train");
     tracer.in_span("step", |_| {
@@ -119,10 +127,7 @@ fn injected_exporter_replaces_only_its_own_signal() {
     cfg.traces.exporters = vec![lens::config::ExporterSpec::from_shorthand("console").unwrap()];
     let handle = Telemetry::builder(cfg.clone())
         .span_exporter(spans.clone())
-        .env(no_env())
-        .install_global(false)
-        .install()
-        .unwrap();
+        .local();
     let names: Vec<_> = handle
         .stats()
         .exporters
@@ -140,10 +145,7 @@ fn injected_exporter_replaces_only_its_own_signal() {
     let reader = InMemoryMetricReader::new();
     let handle = Telemetry::builder(cfg)
         .metric_reader(reader.clone())
-        .env(no_env())
-        .install_global(false)
-        .install()
-        .unwrap();
+        .local();
     let names: Vec<_> = handle
         .stats()
         .exporters
@@ -165,10 +167,7 @@ fn add_span_processor_after_setup_sees_later_spans() {
     let later = InMemorySpanExporter::default();
     let handle = Telemetry::builder(config("none"))
         .span_exporter(first.clone())
-        .env(no_env())
-        .install_global(false)
-        .install()
-        .unwrap();
+        .local();
     let tracer = handle.tracer("t");
     tracer.start("before").end();
     handle.add_span_exporter("archive", later.clone());
@@ -193,10 +192,7 @@ fn open_spans_are_ended_and_marked_truncated_at_shutdown() {
     let spans = InMemorySpanExporter::default();
     let handle = Telemetry::builder(config("none"))
         .span_exporter(spans.clone())
-        .env(no_env())
-        .install_global(false)
-        .install()
-        .unwrap();
+        .local();
     let tracer = handle.tracer("t");
     let _open = tracer
         .span_builder("checkpoint")
@@ -272,10 +268,7 @@ fn drop_accounting_is_exact_with_a_slow_exporter_and_tiny_queue() {
             calls: AtomicU64::new(0),
             accepted: accepted.clone(),
         })
-        .env(no_env())
-        .install_global(false)
-        .install()
-        .unwrap();
+        .local();
     let tracer = handle.tracer("t");
     const N: u64 = 5000;
     for i in 0..N {
@@ -317,12 +310,7 @@ fn shutdown_timeout_counts_queued_and_in_flight_spans_as_dropped() {
     let mut cfg = config("none");
     cfg.batch.max_export_batch_size = 10;
     cfg.batch.scheduled_delay_ms = 1;
-    let handle = Telemetry::builder(cfg)
-        .span_exporter(HungExporter)
-        .env(no_env())
-        .install_global(false)
-        .install()
-        .unwrap();
+    let handle = Telemetry::builder(cfg).span_exporter(HungExporter).local();
     let tracer = handle.tracer("t");
     for _ in 0..100 {
         tracer.start("s").end();
@@ -354,10 +342,7 @@ fn non_exporting_rank_gets_no_op_providers() {
         .rank(2)
         .world_size(8)
         .span_exporter(spans.clone())
-        .env(no_env())
-        .install_global(false)
-        .install()
-        .unwrap();
+        .local();
     assert!(!handle.is_exporting());
     let tracer = handle.tracer("t");
     let span = tracer.start("ignored");
@@ -380,10 +365,7 @@ fn sampler_drops_every_span_of_an_unsampled_rank() {
             .rank(rank)
             .world_size(4)
             .span_exporter(spans.clone())
-            .env(no_env())
-            .install_global(false)
-            .install()
-            .unwrap();
+            .local();
         assert!(handle.is_exporting());
         assert_eq!(handle.sampler_keeps(), kept);
         let tracer = handle.tracer("t");
@@ -785,11 +767,7 @@ fn resource_has_slurm_kubernetes_caller_and_otel_attributes() {
     assert_eq!(handle.run_id(), "run42");
     let mut cfg = config("none");
     cfg.run_id.clear();
-    let h = Telemetry::builder(cfg)
-        .env(no_env())
-        .install_global(false)
-        .install()
-        .unwrap();
+    let h = Telemetry::builder(cfg).local();
     assert_eq!(h.run_id().len(), 8);
     assert!(h.run_id().chars().all(|c| c.is_ascii_hexdigit()));
 }
@@ -801,10 +779,7 @@ fn tracing_instrument_spans_reach_the_exporter() {
     let spans = InMemorySpanExporter::default();
     let handle = Telemetry::builder(config("none"))
         .span_exporter(spans.clone())
-        .env(no_env())
-        .install_global(false)
-        .install()
-        .unwrap();
+        .local();
     let subscriber = tracing_subscriber::registry().with(handle.tracing_layer());
     // `#[instrument]` records arguments with their `Debug` form.
     #[tracing::instrument]

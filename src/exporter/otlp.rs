@@ -79,6 +79,45 @@ fn metadata(headers: &HashMap<String, String>) -> Result<tonic_metadata::Metadat
 
 use opentelemetry_otlp::tonic_types::metadata as tonic_metadata;
 
+/// Builds an opentelemetry-otlp exporter (`SpanExporter` or `MetricExporter`: same builder
+/// shape, different types) for `settings`; gRPC ones are built inside their runtime.
+macro_rules! build_otlp {
+    ($exporter:path, $name:expr, $settings:expr, $runtime:expr) => {{
+        let s: &OtlpSettings = $settings;
+        let err = |e: &dyn std::fmt::Display| {
+            LensError::exporter(
+                $name,
+                format!("{} ({}): {e}", s.endpoint, protocol_name(s.protocol)),
+            )
+        };
+        match s.protocol {
+            OtlpProtocol::Grpc => {
+                let rt = $runtime()?;
+                let _guard = rt.enter();
+                let inner = <$exporter>::builder()
+                    .with_tonic()
+                    .with_endpoint(&s.endpoint)
+                    .with_timeout(s.timeout)
+                    .with_metadata(metadata(&s.headers).map_err(|e| err(&e))?)
+                    .build()
+                    .map_err(|e| err(&e))?;
+                (inner, Some(rt.clone()))
+            }
+            OtlpProtocol::HttpProtobuf => {
+                let inner = <$exporter>::builder()
+                    .with_http()
+                    .with_protocol(Protocol::HttpBinary)
+                    .with_endpoint(&s.endpoint)
+                    .with_timeout(s.timeout)
+                    .with_headers(s.headers.clone())
+                    .build()
+                    .map_err(|e| err(&e))?;
+                (inner, None)
+            }
+        }
+    }};
+}
+
 /// An OTLP span exporter, driven on its own runtime when it speaks gRPC.
 #[derive(Debug)]
 pub struct OtlpSpanExporter {
@@ -92,43 +131,8 @@ impl OtlpSpanExporter {
         s: &OtlpSettings,
         runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
     ) -> Result<Self, LensError> {
-        let err = |e: &dyn std::fmt::Display| {
-            LensError::exporter(
-                name,
-                format!("{} ({}): {e}", s.endpoint, protocol_name(s.protocol)),
-            )
-        };
-        match s.protocol {
-            OtlpProtocol::Grpc => {
-                let rt = runtime()?;
-                let _guard = rt.enter();
-                let inner = opentelemetry_otlp::SpanExporter::builder()
-                    .with_tonic()
-                    .with_endpoint(&s.endpoint)
-                    .with_timeout(s.timeout)
-                    .with_metadata(metadata(&s.headers).map_err(|e| err(&e))?)
-                    .build()
-                    .map_err(|e| err(&e))?;
-                Ok(Self {
-                    inner,
-                    runtime: Some(rt.clone()),
-                })
-            }
-            OtlpProtocol::HttpProtobuf => {
-                let inner = opentelemetry_otlp::SpanExporter::builder()
-                    .with_http()
-                    .with_protocol(Protocol::HttpBinary)
-                    .with_endpoint(&s.endpoint)
-                    .with_timeout(s.timeout)
-                    .with_headers(s.headers.clone())
-                    .build()
-                    .map_err(|e| err(&e))?;
-                Ok(Self {
-                    inner,
-                    runtime: None,
-                })
-            }
-        }
+        let (inner, runtime) = build_otlp!(opentelemetry_otlp::SpanExporter, name, s, runtime);
+        Ok(Self { inner, runtime })
     }
 }
 
@@ -173,43 +177,8 @@ impl OtlpMetricExporter {
         s: &OtlpSettings,
         runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
     ) -> Result<Self, LensError> {
-        let err = |e: &dyn std::fmt::Display| {
-            LensError::exporter(
-                name,
-                format!("{} ({}): {e}", s.endpoint, protocol_name(s.protocol)),
-            )
-        };
-        match s.protocol {
-            OtlpProtocol::Grpc => {
-                let rt = runtime()?;
-                let _guard = rt.enter();
-                let inner = opentelemetry_otlp::MetricExporter::builder()
-                    .with_tonic()
-                    .with_endpoint(&s.endpoint)
-                    .with_timeout(s.timeout)
-                    .with_metadata(metadata(&s.headers).map_err(|e| err(&e))?)
-                    .build()
-                    .map_err(|e| err(&e))?;
-                Ok(Self {
-                    inner,
-                    runtime: Some(rt.clone()),
-                })
-            }
-            OtlpProtocol::HttpProtobuf => {
-                let inner = opentelemetry_otlp::MetricExporter::builder()
-                    .with_http()
-                    .with_protocol(Protocol::HttpBinary)
-                    .with_endpoint(&s.endpoint)
-                    .with_timeout(s.timeout)
-                    .with_headers(s.headers.clone())
-                    .build()
-                    .map_err(|e| err(&e))?;
-                Ok(Self {
-                    inner,
-                    runtime: None,
-                })
-            }
-        }
+        let (inner, runtime) = build_otlp!(opentelemetry_otlp::MetricExporter, name, s, runtime);
+        Ok(Self { inner, runtime })
     }
 }
 

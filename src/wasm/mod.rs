@@ -1,4 +1,12 @@
-//! Sandboxed WebAssembly component exporters.
+//! Sandboxed WebAssembly component exporters (`kind = "wasm"`).
+//!
+//! The component contract is the WIT package in `wit/exporter.wit` (`lens:exporter@0.1.0`):
+//! [`bindings`] are the host side generated from it, [`encode`] builds the two batch encodings.
+//! The loader and sandbox that run a component inside the batch processor are not built yet:
+//! a config naming a `.wasm` exporter is refused at setup with an error naming it.
+
+pub mod bindings;
+pub mod encode;
 
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
@@ -9,7 +17,9 @@ use crate::exporter::BuildContext;
 
 /// A span exporter running a WebAssembly component.
 #[derive(Debug)]
-pub struct WasmSpanExporter {}
+pub struct WasmSpanExporter {
+    _private: (),
+}
 
 impl WasmSpanExporter {
     pub(crate) fn from_spec(
@@ -21,13 +31,15 @@ impl WasmSpanExporter {
         Err(LensError::WasmLoad {
             exporter: name.to_string(),
             path: spec.path.clone(),
-            message: "not yet supported".into(),
+            message: "wasm exporters are not supported by this build of lens yet".into(),
         })
     }
 }
 
 impl SpanExporter for WasmSpanExporter {
     async fn export(&self, _batch: Vec<SpanData>) -> OTelSdkResult {
-        Err(OTelSdkError::InternalFailure("unsupported".into()))
+        Err(OTelSdkError::InternalFailure(
+            "wasm exporters are not supported yet".into(),
+        ))
     }
 }

@@ -1,0 +1,223 @@
+//! The `lens:exporter` batch encodings, checked against the spans the in-memory exporter saw.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use lens::opentelemetry::trace::{
+    Link, Span, SpanKind, Status, TraceContextExt, Tracer, TracerProvider,
+};
+use lens::opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
+use lens::opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
+use lens::wasm::bindings::types as wit;
+use lens::wasm::encode::{otlp_batch, resource, typed_batch};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value;
+use prost::Message;
+
+/// Spans covering every value type, events, links, status, unicode and two scopes.
+fn sample_spans() -> (Vec<SpanData>, lens::opentelemetry_sdk::Resource) {
+    let exporter = InMemorySpanExporter::default();
+    let handle = lens::Telemetry::builder(lens::LensConfig {
+        exporter: "none".into(),
+        run_id: "enc".into(),
+        ..Default::default()
+    })
+    .rank(1)
+    .world_size(2)
+    .span_exporter(exporter.clone())
+    .env(HashMap::<String, String>::new())
+    .install_global(false)
+    .install()
+    .unwrap();
+    let tracer = handle.tracer("trainer");
+    let scoped = handle.tracer_provider().tracer_with_scope(
+        InstrumentationScope::builder("checkpointer")
+            .with_version("2.1")
+            .build(),
+    );
+    tracer.in_span("step ✓ 步骤", |cx| {
+        let parent = cx.span().span_context().clone();
+        let span = cx.span();
+        span.set_attribute(KeyValue::new("s", "ünïcødé"));
+        span.set_attribute(KeyValue::new("b", true));
+        span.set_attribute(KeyValue::new("i", -42i64));
+        span.set_attribute(KeyValue::new("f", 0.5));
+        span.set_attribute(KeyValue::new(
+            "sa",
+            Value::Array(Array::String(vec![
+                StringValue::from("a"),
+                StringValue::from("b"),
+            ])),
+        ));
+        span.set_attribute(KeyValue::new(
+            "ba",
+            Value::Array(Array::Bool(vec![true, false])),
+        ));
+        span.set_attribute(KeyValue::new("ia", Value::Array(Array::I64(vec![1, 2, 3]))));
+        span.set_attribute(KeyValue::new("fa", Value::Array(Array::F64(vec![1.5]))));
+        span.add_event("loss-spike", vec![KeyValue::new("loss", 9.5)]);
+        span.set_status(Status::error("nan loss"));
+        let mut ck = scoped
+            .span_builder("save")
+            .with_kind(SpanKind::Producer)
+            .with_links(vec![Link::with_context(parent.clone())])
+            .start(&scoped);
+        ck.set_status(Status::Ok);
+        ck.end();
+    });
+    handle.force_flush(Duration::from_secs(5)).unwrap();
+    let spans = exporter.get_finished_spans().unwrap();
+    let res = handle.resource().clone();
+    handle.shutdown(Duration::from_secs(5)).unwrap();
+    (spans, res)
+}
+
+fn hex_trace_id(id: (u64, u64)) -> String {
+    format!("{:016x}{:016x}", id.0, id.1)
+}
+
+#[test]
+fn typed_encoding_groups_by_scope_and_keeps_every_field() {
+    let (spans, _) = sample_spans();
+    assert_eq!(spans.len(), 2);
+    let groups = typed_batch(&spans);
+    assert_eq!(groups.len(), 2, "one group per scope");
+    let (save_group, step_group) = (&groups[0], &groups[1]); // `save` ended first
+    assert_eq!(save_group.scope.name, "checkpointer");
+    assert_eq!(save_group.scope.version.as_deref(), Some("2.1"));
+    assert_eq!(step_group.scope.name, "trainer");
+
+    let step_sdk = spans.iter().find(|s| s.name.starts_with("step")).unwrap();
+    let step = &step_group.spans[0];
+    assert_eq!(step.name, "step ✓ 步骤");
+    assert_eq!(
+        hex_trace_id(step.span_context.trace_id),
+        step_sdk.span_context.trace_id().to_string()
+    );
+    assert_eq!(
+        format!("{:016x}", step.span_context.span_id),
+        step_sdk.span_context.span_id().to_string()
+    );
+    assert_eq!(step.parent_span_id, None, "a root has no parent");
+    assert_eq!(step.span_context.trace_flags, 1);
+    assert!(step.end_time >= step.start_time && step.start_time > 0);
+    let attr = |k: &str| {
+        step.attributes
+            .iter()
+            .find(|kv| kv.key == k)
+            .map(|kv| kv.value.clone())
+    };
+    assert!(matches!(attr("s"), Some(wit::Value::String(s)) if s == "ünïcødé"));
+    assert!(matches!(attr("b"), Some(wit::Value::Bool(true))));
+    assert!(matches!(attr("i"), Some(wit::Value::S64(-42))));
+    assert!(matches!(attr("f"), Some(wit::Value::F64(f)) if f == 0.5));
+    assert!(matches!(attr("sa"), Some(wit::Value::StringArray(a)) if a == ["a", "b"]));
+    assert!(matches!(attr("ba"), Some(wit::Value::BoolArray(a)) if a == [true, false]));
+    assert!(matches!(attr("ia"), Some(wit::Value::S64Array(a)) if a == [1, 2, 3]));
+    assert!(matches!(attr("fa"), Some(wit::Value::F64Array(a)) if a == [1.5]));
+    assert_eq!(step.events.len(), 1);
+    assert_eq!(step.events[0].name, "loss-spike");
+    assert!(matches!(&step.status, wit::Status::Error(m) if m == "nan loss"));
+
+    let save = &save_group.spans[0];
+    assert_eq!(save.parent_span_id, Some(step.span_context.span_id));
+    assert!(matches!(save.span_kind, wit::SpanKind::Producer));
+    assert!(matches!(save.status, wit::Status::Ok));
+    assert_eq!(save.links.len(), 1);
+    assert_eq!(
+        save.links[0].span_context.span_id,
+        step.span_context.span_id
+    );
+}
+
+#[test]
+fn typed_encoding_of_an_empty_batch_is_empty() {
+    assert!(typed_batch(&[]).is_empty());
+}
+
+#[test]
+fn resource_reaches_init_with_the_rank_attributes() {
+    let (_, res) = sample_spans();
+    let r = resource(&res);
+    let get = |k: &str| {
+        r.attributes
+            .iter()
+            .find(|kv| kv.key == k)
+            .map(|kv| kv.value.clone())
+    };
+    assert!(matches!(get("dl.rank"), Some(wit::Value::S64(1))));
+    assert!(matches!(get("service.instance.id"), Some(wit::Value::String(s)) if s == "enc-rank1"));
+}
+
+#[test]
+fn otlp_encoding_decodes_to_the_same_spans_and_resource() {
+    let (spans, res) = sample_spans();
+    let expected_trace = spans[0].span_context.trace_id().to_bytes().to_vec();
+    let bytes = otlp_batch(spans, &res);
+    let request = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
+    assert_eq!(request.resource_spans.len(), 1);
+    let rs = &request.resource_spans[0];
+    let rank = rs
+        .resource
+        .as_ref()
+        .unwrap()
+        .attributes
+        .iter()
+        .find(|kv| kv.key == "dl.rank")
+        .unwrap();
+    assert_eq!(
+        rank.value.as_ref().unwrap().value,
+        Some(any_value::Value::IntValue(1))
+    );
+    let mut names: Vec<(String, String)> = rs
+        .scope_spans
+        .iter()
+        .flat_map(|ss| {
+            let scope = ss.scope.as_ref().unwrap().name.clone();
+            ss.spans
+                .iter()
+                .map(move |s| (scope.clone(), s.name.clone()))
+        })
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ("checkpointer".to_string(), "save".to_string()),
+            ("trainer".to_string(), "step ✓ 步骤".to_string())
+        ]
+    );
+    for s in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
+        assert_eq!(s.trace_id, expected_trace);
+    }
+    let step = rs
+        .scope_spans
+        .iter()
+        .flat_map(|ss| &ss.spans)
+        .find(|s| s.name.starts_with("step"))
+        .unwrap();
+    let s_attr = step.attributes.iter().find(|kv| kv.key == "s").unwrap();
+    assert_eq!(
+        s_attr.value.as_ref().unwrap().value,
+        Some(any_value::Value::StringValue("ünïcødé".into()))
+    );
+}
+
+#[test]
+fn a_config_naming_a_wasm_exporter_is_refused_with_its_name_and_path() {
+    let mut cfg = lens::LensConfig {
+        exporter: "exporters/vendor.wasm".into(),
+        metrics_enabled: false,
+        ..Default::default()
+    };
+    cfg.run_id = "x".into();
+    let err = lens::Telemetry::builder(cfg)
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "wasm exporter `vendor` (exporters/vendor.wasm): wasm exporters are not supported by this build of lens yet"
+    );
+}
