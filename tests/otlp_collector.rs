@@ -167,3 +167,63 @@ fn fifty_thousand_spans_per_second_for_ten_seconds_lose_none() {
         "the collector counted what it received"
     );
 }
+
+fn metrics_arrive(protocol: OtlpProtocol) {
+    let collector = Collector::start();
+    let endpoint = match protocol {
+        OtlpProtocol::Grpc => format!("http://127.0.0.1:{}", collector.grpc_port),
+        OtlpProtocol::HttpProtobuf => {
+            format!("http://127.0.0.1:{}/v1/metrics", collector.http_port)
+        }
+    };
+    let mut cfg = otlp_config(protocol, "http://127.0.0.1:9/unused".into());
+    cfg.traces_enabled = false;
+    cfg.metrics_enabled = true;
+    cfg.metric_export_interval_ms = 200;
+    cfg.metrics.exporters = vec![ExporterSpec::Otlp(OtlpExporterSpec {
+        protocol: Some(protocol),
+        endpoint: Some(endpoint),
+        ..Default::default()
+    })];
+    let handle = Telemetry::builder(cfg)
+        .rank(1)
+        .world_size(2)
+        .env(std::collections::HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap();
+    let meter = handle.meter("trainer");
+    meter
+        .u64_counter("train.tokens")
+        .build()
+        .add(4096, &[KeyValue::new("phase", "train")]);
+    meter
+        .f64_histogram("train.step_time")
+        .with_unit("ms")
+        .build()
+        .record(12.5, &[]);
+    let out = collector.wait_for("both metrics from the periodic reader", |o| {
+        o.contains("Name: train.tokens") && o.contains("Name: train.step_time")
+    });
+    for expected in [
+        "service.instance.id: Str(e2e-rank1)",
+        "dl.rank: Int(1)",
+        "phase: Str(train)",
+    ] {
+        assert!(
+            out.contains(expected),
+            "collector output lacks `{expected}`:\n{out}"
+        );
+    }
+    handle.shutdown(T).unwrap();
+}
+
+#[test]
+fn metrics_arrive_at_a_real_collector_over_grpc() {
+    metrics_arrive(OtlpProtocol::Grpc);
+}
+
+#[test]
+fn metrics_arrive_at_a_real_collector_over_http_protobuf() {
+    metrics_arrive(OtlpProtocol::HttpProtobuf);
+}

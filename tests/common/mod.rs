@@ -69,6 +69,8 @@ impl Collector {
                 "blackhole",
                 "--debug-log",
                 "traces",
+                "--debug-log",
+                "metrics",
                 "--debug-log-verbosity",
                 verbosity,
                 "--log-format",
