@@ -164,7 +164,8 @@ impl TelemetryBuilder {
                 config.export_sample_rate
             );
         }
-        if self.install_global && INSTALLED.swap(true, Ordering::SeqCst) && !config.allow_reinit {
+        let was_installed = self.install_global && INSTALLED.swap(true, Ordering::SeqCst);
+        if was_installed && !config.allow_reinit {
             return Err(LensError::AlreadyInitialized);
         }
         let install_global = self.install_global;
@@ -173,7 +174,8 @@ impl TelemetryBuilder {
         let (tracer_provider, meter_provider, fanout) = match built {
             Ok(b) => b,
             Err(e) => {
-                if install_global {
+                // Leave an earlier installation's claim on the globals in place.
+                if install_global && !was_installed {
                     INSTALLED.store(false, Ordering::SeqCst);
                 }
                 return Err(e);

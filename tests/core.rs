@@ -397,6 +397,15 @@ fn second_global_setup_is_refused_unless_allowed() {
     assert!(matches!(err, LensError::AlreadyInitialized), "{err}");
     let mut again = config("none");
     again.allow_reinit = true;
+    // A failed re-init leaves the first installation's claim in place.
+    let mut broken = again.clone();
+    broken.exporter = "missing.wasm".into();
+    assert!(Telemetry::builder(broken).env(no_env()).install().is_err());
+    let err = Telemetry::builder(config("none"))
+        .env(no_env())
+        .install()
+        .unwrap_err();
+    assert!(matches!(err, LensError::AlreadyInitialized), "{err}");
     let second = Telemetry::builder(again).env(no_env()).install().unwrap();
     second.shutdown(T).unwrap();
     first.shutdown(T).unwrap();
