@@ -170,7 +170,7 @@ impl TelemetryBuilder {
         }
         let install_global = self.install_global;
         let batch = self.config.batch;
-        let built = self.build_providers(exporting, sampler, resource.clone());
+        let built = self.build_providers(rank, exporting, sampler, resource.clone());
         let (tracer_provider, meter_provider, fanout) = match built {
             Ok(b) => b,
             Err(e) => {
@@ -205,6 +205,7 @@ impl TelemetryBuilder {
 
     fn build_providers(
         self,
+        rank: RankInfo,
         exporting: bool,
         sampler: Option<RankAwareSampler>,
         resource: Resource,
@@ -217,7 +218,7 @@ impl TelemetryBuilder {
                 .build();
             return Ok((tp, SdkMeterProvider::builder().build(), None));
         }
-        let ctx = BuildContext::new(config, self.env.as_ref());
+        let ctx = BuildContext::new(config, self.env.as_ref(), rank, resource.clone());
         let (tracer_provider, fanout) = if config.traces_enabled {
             let core = FanOutCore::new(config.close_open_spans_on_shutdown);
             if self.span_exporters.is_empty() {

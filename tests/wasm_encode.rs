@@ -204,13 +204,13 @@ fn otlp_encoding_decodes_to_the_same_spans_and_resource() {
 }
 
 #[test]
-fn a_config_naming_a_wasm_exporter_is_refused_with_its_name_and_path() {
-    let mut cfg = lens::LensConfig {
+fn a_config_naming_a_missing_wasm_exporter_fails_setup_with_its_name_and_path() {
+    let cfg = lens::LensConfig {
         exporter: "exporters/vendor.wasm".into(),
         metrics_enabled: false,
+        run_id: "x".into(),
         ..Default::default()
     };
-    cfg.run_id = "x".into();
     let err = lens::Telemetry::builder(cfg)
         .env(HashMap::<String, String>::new())
         .install_global(false)
@@ -218,6 +218,6 @@ fn a_config_naming_a_wasm_exporter_is_refused_with_its_name_and_path() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "wasm exporter `vendor` (exporters/vendor.wasm): wasm exporters are not supported by this build of lens yet"
+        "wasm exporter `vendor` (exporters/vendor.wasm): file not found"
     );
 }

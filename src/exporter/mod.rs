@@ -14,22 +14,33 @@ use opentelemetry_sdk::trace::SpanProcessor;
 use crate::config::env::EnvSource;
 use crate::config::{ExporterSpec, LensConfig};
 use crate::error::LensError;
+use crate::rank::RankInfo;
 use crate::trace::{BatchSpanProcessor, ExporterStats};
 use console::{ConsoleMetricExporter, ConsoleSpanExporter, NoopSpanExporter};
+use opentelemetry_sdk::Resource;
 use otlp::{OtlpMetricExporter, OtlpSettings, OtlpSpanExporter};
 
 /// What building exporters needs, shared across the entries of one installation.
 pub(crate) struct BuildContext<'a> {
     pub config: &'a LensConfig,
     pub env: &'a dyn EnvSource,
+    pub rank: RankInfo,
+    pub resource: Resource,
     runtime: OnceLock<Arc<tokio::runtime::Runtime>>,
 }
 
 impl<'a> BuildContext<'a> {
-    pub(crate) fn new(config: &'a LensConfig, env: &'a dyn EnvSource) -> Self {
+    pub(crate) fn new(
+        config: &'a LensConfig,
+        env: &'a dyn EnvSource,
+        rank: RankInfo,
+        resource: Resource,
+    ) -> Self {
         Self {
             config,
             env,
+            rank,
+            resource,
             runtime: OnceLock::new(),
         }
     }
@@ -63,7 +74,8 @@ impl<'a> BuildContext<'a> {
                 BatchSpanProcessor::new(NoopSpanExporter, batch, stats.clone())
             }
             ExporterSpec::Wasm(w) => {
-                let exporter = crate::wasm::WasmSpanExporter::from_spec(name, w, &batch, self)?;
+                let exporter =
+                    crate::wasm::WasmSpanExporter::from_spec(name, w, &batch, self, stats.clone())?;
                 BatchSpanProcessor::new(exporter, batch, stats.clone())
             }
         };

@@ -1,5 +1,7 @@
 //! Delivery statistics: per exporter, every span handed to it is exported or counted as dropped.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -26,6 +28,10 @@ pub struct ExporterStats {
     batches_exported: AtomicU64,
     batches_failed: AtomicU64,
     latency: LatencyHistogram,
+    restarts: AtomicU64,
+    guest_errors: AtomicU64,
+    peak_memory_bytes: AtomicU64,
+    traps: Mutex<BTreeMap<String, u64>>,
 }
 
 impl ExporterStats {
@@ -41,7 +47,36 @@ impl ExporterStats {
             batches_exported: AtomicU64::new(0),
             batches_failed: AtomicU64::new(0),
             latency: LatencyHistogram::default(),
+            restarts: AtomicU64::new(0),
+            guest_errors: AtomicU64::new(0),
+            peak_memory_bytes: AtomicU64::new(0),
+            traps: Mutex::default(),
         }
+    }
+
+    /// A sandboxed exporter was rebuilt after a fault.
+    pub(crate) fn record_restart(&self) {
+        self.restarts.fetch_add(1, Relaxed);
+    }
+
+    /// A guest returned an error (not a trap).
+    pub(crate) fn record_guest_error(&self) {
+        self.guest_errors.fetch_add(1, Relaxed);
+    }
+
+    /// A guest trapped (or overran its deadline) with `kind`.
+    pub(crate) fn record_trap(&self, kind: &str) {
+        *self
+            .traps
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(kind.to_string())
+            .or_default() += 1;
+    }
+
+    /// A guest instance's linear memory reached `bytes`.
+    pub(crate) fn record_memory(&self, bytes: u64) {
+        self.peak_memory_bytes.fetch_max(bytes, Relaxed);
     }
 
     /// The exporter's display name.
@@ -86,6 +121,10 @@ impl ExporterStats {
             batches_failed: self.batches_failed.load(Relaxed),
             latency_p50: self.latency.quantile(0.50),
             latency_p99: self.latency.quantile(0.99),
+            restarts: self.restarts.load(Relaxed),
+            guest_errors: self.guest_errors.load(Relaxed),
+            traps: self.traps.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            peak_memory_bytes: self.peak_memory_bytes.load(Relaxed),
         }
     }
 }
@@ -113,6 +152,14 @@ pub struct ExporterSnapshot {
     pub latency_p50: Duration,
     /// 99th percentile export call latency (bucket upper bound).
     pub latency_p99: Duration,
+    /// Sandboxed exporters: instances rebuilt after a fault.
+    pub restarts: u64,
+    /// Sandboxed exporters: calls where the guest returned an error.
+    pub guest_errors: u64,
+    /// Sandboxed exporters: traps by kind (`deadline`, `memory limit`, `unreachable`, …).
+    pub traps: BTreeMap<String, u64>,
+    /// Sandboxed exporters: peak linear memory of an instance, bytes.
+    pub peak_memory_bytes: u64,
 }
 
 impl ExporterSnapshot {

@@ -1,45 +1,134 @@
 //! Sandboxed WebAssembly component exporters (`kind = "wasm"`).
 //!
-//! The component contract is the WIT package in `wit/exporter.wit` (`lens:exporter@0.1.0`):
-//! [`bindings`] are the host side generated from it, [`encode`] builds the two batch encodings.
-//! The loader and sandbox that run a component inside the batch processor are not built yet:
-//! a config naming a `.wasm` exporter is refused at setup with an error naming it.
+//! The component contract is the WIT package in `wit/exporter.wit` (`lens:exporter@0.1.0`).
+//!
+//! - [`bindings`]: the host side generated from the WIT;
+//! - [`encode`]: the two batch encodings (typed records, OTLP protobuf bytes);
+//! - [`engine`]: one engine per process, epoch deadlines, the compilation cache;
+//! - [`mod@load`]: validation of a `.wasm` file, with one clear error per problem;
+//! - [`sandbox`]: what a guest may touch (deny by default) and its memory cap;
+//! - [`exporter`]: the `SpanExporter` running a guest on its own thread, with restarts and backoff.
 
 pub mod bindings;
 pub mod encode;
+pub mod engine;
+pub mod exporter;
+pub mod load;
+pub mod sandbox;
 
-use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
-use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use exporter::WasmSpanExporter;
+pub use load::{LoadedComponent, load};
 
 use crate::config::{BatchConfig, WasmExporterSpec};
 use crate::error::LensError;
 use crate::exporter::BuildContext;
+use crate::trace::ExporterStats;
+use sandbox::Grants;
 
-/// A span exporter running a WebAssembly component.
-#[derive(Debug)]
-pub struct WasmSpanExporter {
-    _private: (),
-}
+/// Default linear memory cap: large enough for componentize-py/JS guests (~13 MiB at start).
+pub const DEFAULT_MEMORY_LIMIT_MIB: u64 = 256;
 
 impl WasmSpanExporter {
+    /// Loads, links and initialises the exporter of a config entry; every error names the
+    /// exporter and the file.
     pub(crate) fn from_spec(
         name: &str,
         spec: &WasmExporterSpec,
-        _batch: &BatchConfig,
-        _ctx: &BuildContext<'_>,
+        batch: &BatchConfig,
+        ctx: &BuildContext<'_>,
+        stats: Arc<ExporterStats>,
     ) -> Result<Self, LensError> {
-        Err(LensError::WasmLoad {
+        let err = |message: String| LensError::WasmLoad {
             exporter: name.to_string(),
             path: spec.path.clone(),
-            message: "wasm exporters are not supported by this build of lens yet".into(),
-        })
+            message,
+        };
+        let grants = grants(name, spec, ctx)?;
+        let engine = engine::engine(spec.fuel_per_call.is_some()).map_err(err)?;
+        let loaded = load(&spec.path, spec.sha256.as_deref(), engine).map_err(err)?;
+        log::debug!(
+            "wasm exporter `{name}`: {} ({} bytes, sha256 {}) loaded in {:?}; imports: {}",
+            loaded.path.display(),
+            loaded.size,
+            loaded.sha256,
+            loaded.load_time,
+            loaded.imports.join(", ")
+        );
+        let rt = exporter::Runtime {
+            name: name.into(),
+            engine: engine.clone(),
+            pre: loaded.pre,
+            grants,
+            settings: spec
+                .settings
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            call_timeout: Duration::from_millis(
+                spec.call_timeout_ms.unwrap_or(batch.export_timeout_ms),
+            ),
+            fuel: spec.fuel_per_call,
+            stats,
+        };
+        let exporter = WasmSpanExporter::new(rt, ctx.resource.clone());
+        exporter.start().map_err(err)?;
+        Ok(exporter)
     }
 }
 
-impl SpanExporter for WasmSpanExporter {
-    async fn export(&self, _batch: Vec<SpanData>) -> OTelSdkResult {
-        Err(OTelSdkError::InternalFailure(
-            "wasm exporters are not supported yet".into(),
-        ))
+impl WasmSpanExporter {
+    /// Loads a `.wasm` exporter outside a telemetry installation (tests, `lens check`):
+    /// process environment for `from_host` grants, rank 0, default batch settings.
+    pub fn from_config(
+        name: &str,
+        spec: &WasmExporterSpec,
+        resource: &opentelemetry_sdk::Resource,
+    ) -> Result<(Self, Arc<ExporterStats>), LensError> {
+        let config = crate::LensConfig::default();
+        let env = crate::config::env::ProcessEnv;
+        let rank = crate::RankInfo {
+            rank: 0,
+            world_size: 1,
+            local_rank: 0,
+        };
+        let ctx = BuildContext::new(&config, &env, rank, resource.clone());
+        let stats = Arc::new(ExporterStats::new(name));
+        let exporter = Self::from_spec(name, spec, &config.batch, &ctx, stats.clone())?;
+        Ok((exporter, stats))
     }
+}
+
+fn grants(
+    name: &str,
+    spec: &WasmExporterSpec,
+    ctx: &BuildContext<'_>,
+) -> Result<Grants, LensError> {
+    let err = |message: String| LensError::WasmLoad {
+        exporter: name.to_string(),
+        path: spec.path.clone(),
+        message,
+    };
+    let env = sandbox::resolve_env(&spec.env, ctx.env).map_err(err)?;
+    let mut preopens = Vec::new();
+    for p in &spec.preopens {
+        if !p.host.is_dir() {
+            return Err(err(format!(
+                "pre-opened directory {} does not exist",
+                p.host.display()
+            )));
+        }
+        preopens.push((p.host.clone(), p.guest.clone(), p.read_only));
+    }
+    let memory_mib = spec.memory_limit_mib.unwrap_or(DEFAULT_MEMORY_LIMIT_MIB);
+    Ok(Grants {
+        env,
+        preopens,
+        allowed_hosts: spec.allowed_hosts.clone(),
+        forward_stdio: spec.forward_stdio.unwrap_or(true),
+        memory_limit: (memory_mib as usize).saturating_mul(1 << 20),
+        log_prefix: format!("wasm exporter `{name}` rank {}", ctx.rank.rank).into(),
+    })
 }

@@ -1,0 +1,398 @@
+//! [`WasmSpanExporter`]: a component running behind the batch processor, on its own thread.
+//!
+//! Each instance lives on a worker thread that owns its `Store`. The batch processor's thread
+//! hands it a batch and waits at most the call deadline (plus a small grace): the epoch
+//! deadline stops a guest spinning in wasm, and the wait bound covers a guest blocked inside a
+//! host call (which epochs cannot interrupt) — that worker is abandoned and traps as soon as it
+//! re-enters wasm. After a fault (trap, deadline, lost worker) the instance is discarded and
+//! the next batch gets a fresh one from the `InstancePre`; repeated faults back off
+//! exponentially (1 s → 30 s, reset after 10 s without one), counting spans as dropped rather
+//! than queueing them forever.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+use wasmtime::{Engine, Store};
+
+use super::bindings::exports::lens::exporter::span_exporter::Guest;
+use super::bindings::types::{Batch, Encoding};
+use super::bindings::{Exporter, ExporterPre};
+use super::encode;
+use super::engine::ticks;
+use super::sandbox::{Grants, HostState, MemoryLimitExceeded};
+use crate::trace::ExporterStats;
+
+/// Longest guest error message kept (the rest is cut, with a note).
+pub const MAX_GUEST_ERROR: usize = 1024;
+/// Faults closer together than this count as consecutive (and back off).
+pub const HEALTHY_PERIOD: Duration = Duration::from_secs(10);
+/// Longest backoff after repeated faults.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Extra wait beyond the call deadline before a worker counts as stuck in a host call.
+const GRACE: Duration = Duration::from_millis(250);
+
+/// Everything a worker thread needs to run an instance.
+pub(crate) struct Runtime {
+    pub name: Arc<str>,
+    pub engine: Engine,
+    pub pre: ExporterPre<HostState>,
+    pub grants: Grants,
+    pub settings: Vec<(String, String)>,
+    pub call_timeout: Duration,
+    pub fuel: Option<u64>,
+    pub stats: Arc<ExporterStats>,
+}
+
+enum Job {
+    Export(Vec<SpanData>, Sender<Outcome>),
+    Flush(Sender<Outcome>),
+    Shutdown(Sender<Outcome>),
+}
+
+/// How one guest call ended.
+#[derive(Debug)]
+enum Outcome {
+    Ok,
+    /// The guest returned `err`: a failed call, the instance stays.
+    GuestError(String),
+    /// A trap or host-side failure: the instance is gone. `(kind, detail)`.
+    Fault(String, String),
+}
+
+struct Worker {
+    jobs: Sender<Job>,
+}
+
+struct State {
+    worker: Option<Worker>,
+    resource: Resource,
+    started_once: bool,
+    consecutive_faults: u32,
+    last_fault: Option<Instant>,
+    backoff_until: Option<Instant>,
+    shut_down: bool,
+}
+
+/// A span exporter running a sandboxed WebAssembly component.
+pub struct WasmSpanExporter {
+    rt: Arc<Runtime>,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for WasmSpanExporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmSpanExporter")
+            .field("name", &self.rt.name)
+            .finish()
+    }
+}
+
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let total = s.len();
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str(&format!("… [{} more bytes]", total - cut));
+    }
+    s
+}
+
+/// A short name for what stopped a guest.
+pub fn fault_kind(e: &wasmtime::Error) -> String {
+    if e.chain().any(|c| c.is::<MemoryLimitExceeded>()) {
+        return "memory limit".into();
+    }
+    match e.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => "deadline".into(),
+        Some(wasmtime::Trap::OutOfFuel) => "fuel".into(),
+        Some(wasmtime::Trap::UnreachableCodeReached) => "unreachable".into(),
+        Some(wasmtime::Trap::StackOverflow) => "stack overflow".into(),
+        Some(wasmtime::Trap::MemoryOutOfBounds) => "memory out of bounds".into(),
+        Some(other) => other.to_string(),
+        None => "host error".into(),
+    }
+}
+
+impl Runtime {
+    /// Arms the deadline (and fuel) for the next guest call.
+    fn arm(&self, store: &mut Store<HostState>) -> wasmtime::Result<()> {
+        store.set_epoch_deadline(ticks(self.call_timeout));
+        if let Some(fuel) = self.fuel {
+            store.set_fuel(fuel)?;
+        }
+        Ok(())
+    }
+
+    fn outcome(
+        &self,
+        store: &Store<HostState>,
+        r: wasmtime::Result<Result<(), String>>,
+    ) -> Outcome {
+        self.stats.record_memory(store.data().limiter.peak as u64);
+        match r {
+            Ok(Ok(())) => Outcome::Ok,
+            Ok(Err(msg)) => Outcome::GuestError(truncate(msg, MAX_GUEST_ERROR)),
+            Err(e) => Outcome::Fault(fault_kind(&e), truncate(format!("{e:#}"), MAX_GUEST_ERROR)),
+        }
+    }
+
+    /// Instantiates and initialises a guest; on success the thread serves `jobs`.
+    fn run_worker(
+        self: Arc<Self>,
+        resource: Resource,
+        ready: Sender<Outcome>,
+        jobs: Receiver<Job>,
+    ) {
+        let _suppress = opentelemetry::Context::enter_telemetry_suppressed_scope();
+        let started =
+            (|| -> wasmtime::Result<(Store<HostState>, Exporter, Result<Encoding, String>)> {
+                let mut store = Store::new(&self.engine, HostState::new(&self.grants)?);
+                store.limiter(|s| &mut s.limiter);
+                store.epoch_deadline_trap();
+                self.arm(&mut store)?;
+                let bindings = self.pre.instantiate(&mut store)?;
+                self.arm(&mut store)?;
+                let init = bindings.lens_exporter_span_exporter().call_init(
+                    &mut store,
+                    &self.settings,
+                    &encode::resource(&resource),
+                )?;
+                Ok((store, bindings, init))
+            })();
+        let (mut store, bindings, encoding) = match started {
+            Ok((store, b, Ok(enc))) => (store, b, enc),
+            Ok((store, _, Err(msg))) => {
+                let _ = ready.send(self.outcome(&store, Ok(Err(format!("init: {msg}")))));
+                return;
+            }
+            Err(e) => {
+                let _ = ready.send(Outcome::Fault(
+                    fault_kind(&e),
+                    truncate(format!("{e:#}"), MAX_GUEST_ERROR),
+                ));
+                return;
+            }
+        };
+        if ready.send(Outcome::Ok).is_err() {
+            return; // the host gave up waiting
+        }
+        let guest: &Guest = bindings.lens_exporter_span_exporter();
+        for job in jobs {
+            let (result, reply, last) = match job {
+                Job::Export(batch, reply) => {
+                    let batch = match encoding {
+                        Encoding::Typed => Batch::Typed(encode::typed_batch(&batch)),
+                        Encoding::OtlpProtobuf => {
+                            Batch::OtlpProtobuf(encode::otlp_batch(batch, &resource))
+                        }
+                    };
+                    let r = self
+                        .arm(&mut store)
+                        .and_then(|()| guest.call_export(&mut store, &batch));
+                    (r, reply, false)
+                }
+                Job::Flush(reply) => {
+                    let r = self
+                        .arm(&mut store)
+                        .and_then(|()| guest.call_force_flush(&mut store));
+                    (r, reply, false)
+                }
+                Job::Shutdown(reply) => {
+                    let r = self
+                        .arm(&mut store)
+                        .and_then(|()| guest.call_shutdown(&mut store));
+                    (r, reply, true)
+                }
+            };
+            let outcome = self.outcome(&store, result);
+            let fault = matches!(outcome, Outcome::Fault(..));
+            let _ = reply.send(outcome);
+            if fault || last {
+                return; // a trapped instance can never be entered again
+            }
+        }
+    }
+}
+
+impl WasmSpanExporter {
+    pub(crate) fn new(rt: Runtime, resource: Resource) -> Self {
+        Self {
+            rt: Arc::new(rt),
+            state: Mutex::new(State {
+                worker: None,
+                resource,
+                started_once: false,
+                consecutive_faults: 0,
+                last_fault: None,
+                backoff_until: None,
+                shut_down: false,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts an instance now (at setup: init errors surface before any span flows).
+    pub(crate) fn start(&self) -> Result<(), String> {
+        let mut st = self.lock();
+        self.ensure_worker(&mut st)
+            .map_err(|(kind, detail)| format!("{kind}: {detail}"))
+    }
+
+    fn ensure_worker(&self, st: &mut State) -> Result<(), (String, String)> {
+        if st.worker.is_some() {
+            return Ok(());
+        }
+        let (ready_tx, ready_rx) = bounded(1);
+        let (jobs_tx, jobs_rx) = unbounded();
+        let rt = self.rt.clone();
+        let resource = st.resource.clone();
+        std::thread::Builder::new()
+            .name(format!("lens-wasm-{}", self.rt.name))
+            .spawn(move || rt.run_worker(resource, ready_tx, jobs_rx))
+            .map_err(|e| {
+                (
+                    "host error".to_string(),
+                    format!("cannot start a worker thread: {e}"),
+                )
+            })?;
+        match ready_rx.recv_timeout(self.rt.call_timeout + GRACE) {
+            Ok(Outcome::Ok) => {
+                if st.started_once {
+                    self.rt.stats.record_restart();
+                }
+                st.started_once = true;
+                st.worker = Some(Worker { jobs: jobs_tx });
+                Ok(())
+            }
+            Ok(Outcome::GuestError(msg)) => Err(("init failed".into(), msg)),
+            Ok(Outcome::Fault(kind, detail)) => Err((kind, detail)),
+            Err(_) => Err((
+                "deadline".into(),
+                format!("instantiation took longer than {:?}", self.rt.call_timeout),
+            )),
+        }
+    }
+
+    /// Records a fault: the instance is gone, and repeated faults back off.
+    fn fault(&self, st: &mut State, kind: &str, detail: &str) -> OTelSdkError {
+        st.worker = None;
+        let now = Instant::now();
+        if st
+            .last_fault
+            .is_none_or(|t| now.duration_since(t) > HEALTHY_PERIOD)
+        {
+            st.consecutive_faults = 0;
+        }
+        st.consecutive_faults += 1;
+        st.last_fault = Some(now);
+        if st.consecutive_faults >= 2 {
+            let exp = (st.consecutive_faults - 2).min(5);
+            st.backoff_until =
+                Some(now + (Duration::from_secs(1) * (1u32 << exp)).min(MAX_BACKOFF));
+        }
+        self.rt.stats.record_trap(kind);
+        log::warn!("wasm exporter `{}`: {kind}: {detail}", self.rt.name);
+        OTelSdkError::InternalFailure(format!(
+            "wasm exporter `{}`: {kind}: {detail}",
+            self.rt.name
+        ))
+    }
+
+    /// Runs one job on the instance, bounded by the call deadline.
+    fn call(&self, st: &mut State, make: impl FnOnce(Sender<Outcome>) -> Job) -> OTelSdkResult {
+        if let Some(until) = st.backoff_until {
+            let now = Instant::now();
+            if now < until {
+                return Err(OTelSdkError::InternalFailure(format!(
+                    "wasm exporter `{}`: backing off for {:?} after {} consecutive faults",
+                    self.rt.name,
+                    until - now,
+                    st.consecutive_faults
+                )));
+            }
+            st.backoff_until = None;
+        }
+        if let Err((kind, detail)) = self.ensure_worker(st) {
+            return Err(self.fault(st, &kind, &detail));
+        }
+        let (tx, rx) = bounded(1);
+        let sent = st
+            .worker
+            .as_ref()
+            .map(|w| w.jobs.send(make(tx)).is_ok())
+            .unwrap_or(false);
+        if !sent {
+            return Err(self.fault(st, "host error", "the worker thread is gone"));
+        }
+        match rx.recv_timeout(self.rt.call_timeout + GRACE) {
+            Ok(Outcome::Ok) => Ok(()),
+            Ok(Outcome::GuestError(msg)) => {
+                self.rt.stats.record_guest_error();
+                Err(OTelSdkError::InternalFailure(format!(
+                    "wasm exporter `{}`: {msg}",
+                    self.rt.name
+                )))
+            }
+            Ok(Outcome::Fault(kind, detail)) => Err(self.fault(st, &kind, &detail)),
+            Err(_) => Err(self.fault(
+                st,
+                "deadline",
+                &format!(
+                    "no answer within {:?} (blocked in a host call)",
+                    self.rt.call_timeout
+                ),
+            )),
+        }
+    }
+}
+
+impl SpanExporter for WasmSpanExporter {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let mut st = self.lock();
+        if st.shut_down {
+            return Err(OTelSdkError::AlreadyShutdown);
+        }
+        self.call(&mut st, |reply| Job::Export(batch, reply))
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        let mut st = self.lock();
+        if st.shut_down || st.worker.is_none() {
+            return Ok(());
+        }
+        self.call(&mut st, Job::Flush)
+    }
+
+    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+        let mut st = self.lock();
+        if std::mem::replace(&mut st.shut_down, true) {
+            return Err(OTelSdkError::AlreadyShutdown);
+        }
+        if st.worker.is_none() {
+            return Ok(());
+        }
+        st.backoff_until = None;
+        let result = self.call(&mut st, Job::Shutdown);
+        st.worker = None;
+        result
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if st.resource != *resource {
+            st.resource = resource.clone();
+            st.worker = None; // the next batch initialises a fresh instance with it
+            st.started_once = false; // not a restart after a fault
+        }
+    }
+}

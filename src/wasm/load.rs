@@ -1,0 +1,152 @@
+//! Loading a `.wasm` exporter: every check happens here, before any span flows, and each
+//! failure says what is wrong with the file.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::{Component, Linker};
+
+use super::bindings::ExporterPre;
+use super::sandbox::HostState;
+
+/// The interface every exporter must export.
+pub const EXPORT_NAME: &str = "lens:exporter/span-exporter@0.1.0";
+
+/// Interface packages the host provides (WASI 0.2 and `wasi:http`; grants decide what works).
+const PROVIDED: [&str; 7] = [
+    "wasi:io/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:cli/",
+    "wasi:filesystem/",
+    "wasi:sockets/",
+    "wasi:http/",
+];
+
+/// A validated, compiled and linked component, ready to instantiate.
+pub struct LoadedComponent {
+    /// Pre-linked instance factory: every restart instantiates from it.
+    pub pre: ExporterPre<HostState>,
+    /// The file.
+    pub path: PathBuf,
+    /// SHA-256 of the file, hex.
+    pub sha256: String,
+    /// File size in bytes.
+    pub size: usize,
+    /// What the component imports (its capabilities), e.g. `wasi:filesystem/types@0.2.6`.
+    pub imports: Vec<String>,
+    /// Time to compile (or load from the cache) and link.
+    pub load_time: Duration,
+}
+
+/// What is wrong with a file, one sentence.
+pub type LoadError = String;
+
+/// Reads, checks and compiles `path` for `engine`.
+pub fn load(
+    path: &Path,
+    sha256_pin: Option<&str>,
+    engine: &Engine,
+) -> Result<LoadedComponent, LoadError> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "file not found".to_string(),
+        _ => format!("cannot read the file: {e}"),
+    })?;
+    if meta.is_dir() {
+        return Err("is a directory, not a .wasm component file".into());
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read the file: {e}"))?;
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    if let Some(pin) = sha256_pin
+        && !pin.eq_ignore_ascii_case(&sha256)
+    {
+        return Err(format!(
+            "sha256 is {sha256}, but the config pins {}: refusing to load it",
+            pin.to_ascii_lowercase()
+        ));
+    }
+    check_header(&bytes)?;
+    let started = Instant::now();
+    let component =
+        Component::new(engine, &bytes).map_err(|e| format!("invalid component: {e:#}"))?;
+    let imports: Vec<String> = component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    let exports: Vec<String> = component
+        .component_type()
+        .exports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    let mut linker: Linker<HostState> = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+        .map_err(|e| format!("host linker: {e:#}"))?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)
+        .map_err(|e| format!("host linker: {e:#}"))?;
+    let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
+        let unknown: Vec<&String> =
+            imports.iter().filter(|i| !PROVIDED.iter().any(|p| i.starts_with(p))).collect();
+        if unknown.is_empty() {
+            format!("imports the host cannot provide: {e:#}")
+        } else {
+            format!(
+                "imports the host does not provide: {} (the host offers WASI 0.2 and wasi:http only)",
+                unknown.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+            )
+        }
+    })?;
+    let pre = ExporterPre::new(instance_pre).map_err(|e| missing_export(&exports, &e))?;
+    Ok(LoadedComponent {
+        pre,
+        path: path.to_path_buf(),
+        sha256,
+        size: bytes.len(),
+        imports,
+        load_time: started.elapsed(),
+    })
+}
+
+fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err("not a WebAssembly file (no `\\0asm` header)".into());
+    }
+    match &bytes[4..8] {
+        [1, 0, 0, 0] => Err(
+            "is a core WebAssembly module, not a component: build it for \
+             wasm32-wasip2, or wrap it with `wasm-tools component new`"
+                .into(),
+        ),
+        [0x0d, 0, 1, 0] => Ok(()),
+        other => Err(format!(
+            "unsupported WebAssembly version/layer {other:02x?}"
+        )),
+    }
+}
+
+fn missing_export(exports: &[String], err: &wasmtime::Error) -> LoadError {
+    let ours: Vec<&String> = exports
+        .iter()
+        .filter(|e| e.starts_with("lens:exporter/"))
+        .collect();
+    let listed = if exports.is_empty() {
+        "nothing".to_string()
+    } else {
+        exports
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if ours.is_empty() {
+        format!(
+            "does not export `{EXPORT_NAME}` (it exports {listed}); is it built for the `lens:exporter/exporter` world?"
+        )
+    } else if !ours.iter().any(|e| e.as_str() == EXPORT_NAME) {
+        format!("targets {listed}, but this host supports `{EXPORT_NAME}`")
+    } else {
+        format!("its `{EXPORT_NAME}` does not match the WIT this host was built with: {err:#}")
+    }
+}

@@ -1,0 +1,368 @@
+//! What one guest instance may touch: deny by default, every grant explicit in the config.
+//!
+//! - files: only the `preopens` directories, read-only unless `read_only = false`;
+//! - environment: only the `env` entries (explicit values, or named host variables);
+//! - network: no sockets at all; outbound HTTP through `wasi:http` to `allowed_hosts` only
+//!   (anything else gets `HttpRequestDenied` and is logged);
+//! - stdout/stderr: forwarded to the host log, prefixed and truncated;
+//! - memory: capped by a `ResourceLimiter` that also records the peak.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+
+/// Longest line of guest output forwarded to the log.
+pub const MAX_LOG_LINE: usize = 1000;
+/// Guest output forwarded per instance before the rest is dropped.
+pub const MAX_LOG_BYTES_PER_INSTANCE: u64 = 1 << 20;
+
+/// The grants of one exporter, resolved at setup (host variables read, paths checked).
+#[derive(Debug, Clone)]
+pub struct Grants {
+    /// `(name, value)` pairs the guest sees.
+    pub env: Vec<(String, String)>,
+    /// `(host dir, guest path, read_only)`.
+    pub preopens: Vec<(PathBuf, String, bool)>,
+    /// `host` or `host:port` entries.
+    pub allowed_hosts: Vec<String>,
+    /// Forward stdout/stderr to the log.
+    pub forward_stdio: bool,
+    /// Linear memory cap in bytes.
+    pub memory_limit: usize,
+    /// Prefix of forwarded log lines, e.g. `wasm exporter `vendor` rank 3`.
+    pub log_prefix: Arc<str>,
+}
+
+/// The store data of one guest instance.
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    http: WasiHttpCtx,
+    hooks: HttpPolicy,
+    /// Memory cap and peak.
+    pub limiter: MemoryLimiter,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for HostState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            hooks: &mut self.hooks,
+            table: &mut self.table,
+            ctx: &mut self.http,
+        }
+    }
+}
+
+impl HostState {
+    /// A fresh sandbox for one instance.
+    pub fn new(grants: &Grants) -> wasmtime::Result<Self> {
+        let mut b = WasiCtxBuilder::new();
+        for (k, v) in &grants.env {
+            b.env(k, v);
+        }
+        for (host, guest, read_only) in &grants.preopens {
+            let perms = if *read_only {
+                FsPerms::ReadOnly
+            } else {
+                FsPerms::ReadWrite
+            };
+            b.preopened_dir(host, guest, perms).map_err(|e| {
+                wasmtime::format_err!("cannot pre-open {} as {guest}: {e}", host.display())
+            })?;
+        }
+        if grants.forward_stdio {
+            let budget = Arc::new(AtomicU64::new(MAX_LOG_BYTES_PER_INSTANCE));
+            b.stdout(LogStream::new(
+                format!("{} stdout", grants.log_prefix),
+                budget.clone(),
+            ));
+            b.stderr(LogStream::new(
+                format!("{} stderr", grants.log_prefix),
+                budget,
+            ));
+        }
+        // No sockets: neither TCP, UDP nor name lookups (wasi:http does its own connections).
+        b.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        Ok(Self {
+            wasi: b.build(),
+            table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            hooks: HttpPolicy {
+                allowed: grants.allowed_hosts.clone(),
+                log_prefix: grants.log_prefix.clone(),
+            },
+            limiter: MemoryLimiter {
+                limit: grants.memory_limit,
+                peak: 0,
+            },
+        })
+    }
+}
+
+/// The error a guest gets when its linear memory would exceed the cap (a trap).
+#[derive(Debug, thiserror::Error)]
+#[error("memory limit of {limit} bytes exceeded (guest asked for {desired})")]
+pub struct MemoryLimitExceeded {
+    /// The cap.
+    pub limit: usize,
+    /// What the guest asked for.
+    pub desired: usize,
+}
+
+/// Caps linear memory and remembers the largest size granted.
+#[derive(Debug)]
+pub struct MemoryLimiter {
+    limit: usize,
+    /// Largest memory size granted so far, bytes.
+    pub peak: usize,
+}
+
+impl wasmtime::ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limit {
+            return Err(MemoryLimitExceeded {
+                limit: self.limit,
+                desired,
+            }
+            .into());
+        }
+        self.peak = self.peak.max(desired);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// `wasi:http` policy: only `allowed_hosts`, everything else denied and logged.
+struct HttpPolicy {
+    allowed: Vec<String>,
+    log_prefix: Arc<str>,
+}
+
+/// Whether `host` (and `port`) match an `allowed_hosts` entry (`host` = any port).
+pub fn host_allowed(allowed: &[String], host: &str, port: u16) -> bool {
+    allowed.iter().any(|entry| match entry.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() => {
+            h.eq_ignore_ascii_case(host) && p.parse() == Ok(port)
+        }
+        _ => entry.eq_ignore_ascii_case(host),
+    })
+}
+
+type SendFuture = Box<
+    dyn std::future::Future<
+            Output = Result<
+                (
+                    http::Response<wasmtime_wasi_http::WasiBody>,
+                    Box<
+                        dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>>
+                            + Send,
+                    >,
+                ),
+                wasmtime_wasi_http::Error,
+            >,
+        > + Send,
+>;
+
+impl WasiHttpHooks for HttpPolicy {
+    fn send_request(
+        &mut self,
+        request: http::Request<wasmtime_wasi_http::WasiBody>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
+        fut: Box<dyn std::future::Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> SendFuture {
+        let uri = request.uri();
+        let host = uri.host().unwrap_or_default().to_string();
+        let https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        if !host_allowed(&self.allowed, &host, port) {
+            log::warn!(
+                "{}: denied HTTP request to {host}:{port} (not in allowed_hosts)",
+                self.log_prefix
+            );
+            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
+        }
+        let _ = fut;
+        Box::new(async move {
+            use http_body_util::BodyExt;
+            let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
+            Ok((
+                res.map(BodyExt::boxed_unsync),
+                Box::new(io) as Box<dyn std::future::Future<Output = _> + Send>,
+            ))
+        })
+    }
+}
+
+/// Guest stdout/stderr as log lines: prefixed, each truncated to [`MAX_LOG_LINE`] bytes, and
+/// at most [`MAX_LOG_BYTES_PER_INSTANCE`] per instance.
+#[derive(Clone)]
+struct LogStream {
+    prefix: Arc<str>,
+    budget: Arc<AtomicU64>,
+    line: Vec<u8>,
+}
+
+impl LogStream {
+    fn new(prefix: String, budget: Arc<AtomicU64>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            budget,
+            line: Vec::new(),
+        }
+    }
+
+    fn emit(&mut self) {
+        if self.line.is_empty() {
+            return;
+        }
+        let len = self.line.len();
+        let shown = String::from_utf8_lossy(&self.line[..len.min(MAX_LOG_LINE)]).into_owned();
+        let cut = len.saturating_sub(MAX_LOG_LINE);
+        let remaining = self.budget.fetch_sub(
+            (len as u64).min(self.budget.load(Ordering::Relaxed)),
+            Ordering::Relaxed,
+        );
+        if remaining > 0 {
+            if cut > 0 {
+                log::info!("[{}] {shown}… [{cut} more bytes]", self.prefix);
+            } else {
+                log::info!("[{}] {shown}", self.prefix);
+            }
+            if remaining <= len as u64 {
+                log::warn!(
+                    "[{}] output budget exhausted; further output is dropped",
+                    self.prefix
+                );
+            }
+        }
+        self.line.clear();
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        for chunk in bytes.split_inclusive(|b| *b == b'\n') {
+            let newline = chunk.last() == Some(&b'\n');
+            let body = if newline {
+                &chunk[..chunk.len() - 1]
+            } else {
+                chunk
+            };
+            // Keep a little more than a line's worth to report the truncated length.
+            if self.line.len() < MAX_LOG_LINE * 4 {
+                self.line.extend_from_slice(body);
+            }
+            if newline {
+                self.emit();
+            }
+        }
+    }
+}
+
+impl Drop for LogStream {
+    fn drop(&mut self) {
+        self.emit();
+    }
+}
+
+impl IsTerminal for LogStream {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for LogStream {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(tokio::io::sink())
+    }
+
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(LogStream::new(self.prefix.to_string(), self.budget.clone()))
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for LogStream {
+    async fn ready(&mut self) {}
+}
+
+impl OutputStream for LogStream {
+    fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
+        self.push(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(64 * 1024)
+    }
+}
+
+/// Resolves the `env` grants: explicit values, or named host variables (which must exist).
+pub fn resolve_env(
+    env: &BTreeMap<String, crate::config::EnvGrant>,
+    host: &dyn crate::config::env::EnvSource,
+) -> Result<Vec<(String, String)>, String> {
+    env.iter()
+        .map(|(name, grant)| match grant {
+            crate::config::EnvGrant::Value(v) => Ok((name.clone(), v.clone())),
+            crate::config::EnvGrant::FromHost { from_host } => host
+                .get(from_host)
+                .map(|v| (name.clone(), v))
+                .ok_or_else(|| {
+                    format!("`env.{name}` takes host variable `{from_host}`, which is not set")
+                }),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_allowed;
+
+    #[test]
+    fn allowed_hosts_match_host_and_port() {
+        let allowed = vec![
+            "ingest.example.com:443".to_string(),
+            "127.0.0.1".to_string(),
+        ];
+        assert!(host_allowed(&allowed, "ingest.example.com", 443));
+        assert!(host_allowed(&allowed, "INGEST.example.com", 443));
+        assert!(!host_allowed(&allowed, "ingest.example.com", 80));
+        assert!(!host_allowed(&allowed, "evil.example.com", 443));
+        assert!(host_allowed(&allowed, "127.0.0.1", 4318));
+        assert!(!host_allowed(&[], "127.0.0.1", 80), "empty = no hosts");
+    }
+}

@@ -1,0 +1,109 @@
+//! A well-behaved exporter for tests: writes what it receives as JSON lines to `settings.out`
+//! (a file in a pre-opened directory), in the encoding `settings.encoding` asks for.
+
+use std::fs::File;
+use std::io::Write;
+use std::sync::Mutex;
+
+use serde_json::{Value as Json, json};
+
+wit_bindgen::generate!({ path: "../../../../wit", world: "exporter" });
+
+use exports::lens::exporter::span_exporter::Guest;
+use lens::exporter::types::{Batch, Encoding, KeyValue, Resource, SpanKind, Status, Value};
+
+static OUT: Mutex<Option<File>> = Mutex::new(None);
+
+fn value(v: &Value) -> Json {
+    match v {
+        Value::String(s) => json!({"string": s}),
+        Value::Bool(b) => json!({"bool": b}),
+        Value::S64(i) => json!({"s64": i}),
+        Value::F64(f) => json!({"f64": f}),
+        Value::Bytes(b) => json!({"bytes": b}),
+        Value::StringArray(a) => json!({"string-array": a}),
+        Value::BoolArray(a) => json!({"bool-array": a}),
+        Value::S64Array(a) => json!({"s64-array": a}),
+        Value::F64Array(a) => json!({"f64-array": a}),
+    }
+}
+
+fn attrs(kvs: &[KeyValue]) -> Json {
+    Json::Object(kvs.iter().map(|kv| (kv.key.clone(), value(&kv.value))).collect())
+}
+
+fn write(line: Json) -> Result<(), String> {
+    let mut out = OUT.lock().unwrap();
+    let file = out.as_mut().ok_or("export after shutdown")?;
+    // One write per line: unbuffered small writes are one host call each.
+    let mut text = line.to_string();
+    text.push('\n');
+    file.write_all(text.as_bytes()).map_err(|e| e.to_string())
+}
+
+struct Recorder;
+
+impl Guest for Recorder {
+    fn init(settings: Vec<(String, String)>, resource: Resource) -> Result<Encoding, String> {
+        let get = |k: &str| settings.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        let path = get("out").ok_or("setting `out` is required")?;
+        let file = File::create(&path).map_err(|e| format!("cannot create {path}: {e}"))?;
+        *OUT.lock().unwrap() = Some(file);
+        let encoding = match get("encoding").as_deref() {
+            None | Some("typed") => Encoding::Typed,
+            Some("otlp") => Encoding::OtlpProtobuf,
+            Some(other) => return Err(format!("unknown encoding `{other}`")),
+        };
+        write(json!({"init": {"settings": settings, "resource": attrs(&resource.attributes)}}))?;
+        Ok(encoding)
+    }
+
+    fn export(batch: Batch) -> Result<(), String> {
+        match batch {
+            Batch::OtlpProtobuf(bytes) => write(json!({"otlp": bytes})),
+            Batch::Typed(groups) => {
+                let mut spans = Vec::new();
+                for g in &groups {
+                    for s in &g.spans {
+                        let cx = &s.span_context;
+                        spans.push(json!({
+                            "scope": g.scope.name,
+                            "scope_version": g.scope.version,
+                            "name": s.name,
+                            "trace_id": format!("{:016x}{:016x}", cx.trace_id.0, cx.trace_id.1),
+                            "span_id": format!("{:016x}", cx.span_id),
+                            "parent_span_id": s.parent_span_id.map(|p| format!("{p:016x}")),
+                            "kind": match s.span_kind {
+                                SpanKind::Client => "client", SpanKind::Server => "server",
+                                SpanKind::Producer => "producer", SpanKind::Consumer => "consumer",
+                                SpanKind::Internal => "internal",
+                            },
+                            "start": s.start_time,
+                            "end": s.end_time,
+                            "attributes": attrs(&s.attributes),
+                            "events": s.events.iter().map(|e| json!({"name": e.name, "time": e.time, "attributes": attrs(&e.attributes)})).collect::<Vec<_>>(),
+                            "links": s.links.iter().map(|l| json!({"span_id": format!("{:016x}", l.span_context.span_id), "attributes": attrs(&l.attributes)})).collect::<Vec<_>>(),
+                            "status": match &s.status { Status::Unset => json!("unset"), Status::Ok => json!("ok"), Status::Error(m) => json!({"error": m}) },
+                        }));
+                    }
+                }
+                write(json!({"typed": spans}))
+            }
+        }
+    }
+
+    fn force_flush() -> Result<(), String> {
+        let mut out = OUT.lock().unwrap();
+        out.as_mut().map(|f| f.flush().map_err(|e| e.to_string())).unwrap_or(Ok(()))
+    }
+
+    fn shutdown() -> Result<(), String> {
+        let file = OUT.lock().unwrap().take();
+        match file {
+            Some(mut f) => f.flush().map_err(|e| e.to_string()),
+            None => Err("already shut down".into()),
+        }
+    }
+}
+
+export!(Recorder);

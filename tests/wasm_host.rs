@@ -1,0 +1,607 @@
+//! The sandboxed wasm exporter host, driven with guests built from source (tests/guests).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lens::config::{EnvGrant, ExporterSpec, SignalConfig, WasmExporterSpec, WasmPreopen};
+use lens::opentelemetry::trace::{
+    Link, Span, SpanKind, Status, TraceContextExt, Tracer, TracerProvider,
+};
+use lens::opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
+use lens::opentelemetry_sdk::Resource;
+use lens::opentelemetry_sdk::error::OTelSdkResult;
+use lens::opentelemetry_sdk::trace::{SpanData, SpanExporter};
+use lens::wasm::WasmSpanExporter;
+use lens::{LensConfig, LensError, Telemetry, TelemetryHandle};
+use lens_test_guests::{HOSTILE, RECORDER};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
+use serde_json::Value as Json;
+
+const T: Duration = Duration::from_secs(10);
+
+/// Collects every span (the oracle; unlike the SDK's in-memory exporter it survives shutdown).
+#[derive(Debug, Clone, Default)]
+struct Oracle(Arc<Mutex<Vec<SpanData>>>);
+
+impl SpanExporter for Oracle {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.lock().unwrap().extend(batch);
+        Ok(())
+    }
+}
+
+fn spec(path: &str, settings: &[(&str, &str)]) -> WasmExporterSpec {
+    WasmExporterSpec {
+        path: PathBuf::from(path),
+        settings: settings
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        call_timeout_ms: Some(1000),
+        ..Default::default()
+    }
+}
+
+fn recorder_spec(dir: &Path, encoding: &str) -> WasmExporterSpec {
+    let mut s = spec(
+        RECORDER,
+        &[("out", "/out/batches.jsonl"), ("encoding", encoding)],
+    );
+    s.name = Some("recorder".into());
+    s.preopens = vec![WasmPreopen {
+        host: dir.to_path_buf(),
+        guest: "/out".into(),
+        read_only: false,
+    }];
+    s
+}
+
+fn install(specs: Vec<WasmExporterSpec>, batch: usize) -> (TelemetryHandle, Oracle) {
+    let mut config = LensConfig {
+        run_id: "wasm".into(),
+        metrics_enabled: false,
+        ..Default::default()
+    };
+    config.batch.max_export_batch_size = batch;
+    config.traces = SignalConfig {
+        exporters: specs.into_iter().map(ExporterSpec::Wasm).collect(),
+    };
+    let handle = Telemetry::builder(config)
+        .rank(2)
+        .world_size(4)
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap();
+    let oracle = Oracle::default();
+    handle.add_span_exporter("oracle", oracle.clone());
+    (handle, oracle)
+}
+
+/// Every value type, events, links, status, unicode, two scopes; then `bulk` plain spans.
+fn produce(handle: &TelemetryHandle, bulk: usize) {
+    let tracer = handle.tracer("trainer");
+    let other = handle.tracer_provider().tracer_with_scope(
+        InstrumentationScope::builder("checkpointer")
+            .with_version("2.1")
+            .build(),
+    );
+    tracer.in_span("step ✓ 步骤 🚀", |cx| {
+        let span = cx.span();
+        let parent = span.span_context().clone();
+        span.set_attribute(KeyValue::new("s", "ünïcødé"));
+        span.set_attribute(KeyValue::new("b", true));
+        span.set_attribute(KeyValue::new("i", -42i64));
+        span.set_attribute(KeyValue::new("f", 0.25));
+        span.set_attribute(KeyValue::new(
+            "sa",
+            Value::Array(Array::String(vec![
+                StringValue::from("a"),
+                StringValue::from(""),
+            ])),
+        ));
+        span.set_attribute(KeyValue::new(
+            "ba",
+            Value::Array(Array::Bool(vec![false, true])),
+        ));
+        span.set_attribute(KeyValue::new(
+            "ia",
+            Value::Array(Array::I64(vec![i64::MIN, 0, i64::MAX])),
+        ));
+        span.set_attribute(KeyValue::new(
+            "fa",
+            Value::Array(Array::F64(vec![-1.5, 1e300])),
+        ));
+        span.add_event("loss-spike", vec![KeyValue::new("loss", 9.5)]);
+        span.set_status(Status::error("nan loss"));
+        let mut save = other
+            .span_builder("save")
+            .with_kind(SpanKind::Producer)
+            .with_links(vec![Link::with_context(parent)])
+            .start(&other);
+        save.set_status(Status::Ok);
+        save.end();
+    });
+    for i in 0..bulk {
+        let mut s = tracer.start("bulk");
+        s.set_attribute(KeyValue::new("i", i as i64));
+        s.end();
+    }
+}
+
+fn lines(path: &Path) -> Vec<Json> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn typed_value(v: &Value) -> Json {
+    match v {
+        Value::Bool(b) => serde_json::json!({"bool": b}),
+        Value::I64(i) => serde_json::json!({"s64": i}),
+        Value::F64(f) => serde_json::json!({"f64": f}),
+        Value::String(s) => serde_json::json!({"string": s.as_str()}),
+        Value::Array(Array::Bool(a)) => serde_json::json!({"bool-array": a}),
+        Value::Array(Array::I64(a)) => serde_json::json!({"s64-array": a}),
+        Value::Array(Array::F64(a)) => serde_json::json!({"f64-array": a}),
+        Value::Array(Array::String(a)) => {
+            serde_json::json!({"string-array": a.iter().map(|s| s.as_str()).collect::<Vec<_>>()})
+        }
+        other => panic!("unexpected value {other:?}"),
+    }
+}
+
+fn nanos(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+#[test]
+fn recorder_typed_encoding_matches_the_oracle_span_by_span() {
+    let _ = env_logger::builder().is_test(true).try_init();
+    let dir = tempfile::tempdir().unwrap();
+    let (handle, oracle) = install(vec![recorder_spec(dir.path(), "typed")], 512);
+    produce(&handle, 1500);
+    handle.shutdown(T).unwrap();
+    let recorded = lines(&dir.path().join("batches.jsonl"));
+    let init = &recorded[0]["init"];
+    assert_eq!(init["resource"]["dl.rank"], serde_json::json!({"s64": 2}));
+    assert_eq!(
+        init["resource"]["service.instance.id"],
+        serde_json::json!({"string": "wasm-rank2"})
+    );
+    let batches: Vec<&Vec<Json>> = recorded[1..]
+        .iter()
+        .map(|l| l["typed"].as_array().unwrap())
+        .collect();
+    assert!(batches.len() >= 3, "1502 spans in batches of at most 512");
+    assert!(batches.iter().all(|b| b.len() <= 512));
+    let got: Vec<&Json> = batches.into_iter().flatten().collect();
+    let expected = oracle.0.lock().unwrap().clone();
+    assert_eq!(got.len(), expected.len());
+    assert_eq!(got.len(), 1502);
+    let by_id: HashMap<String, &Json> = got
+        .iter()
+        .map(|s| (s["span_id"].as_str().unwrap().to_string(), *s))
+        .collect();
+    for span in &expected {
+        let g = by_id[&span.span_context.span_id().to_string()];
+        assert_eq!(g["name"], span.name.as_ref());
+        assert_eq!(g["scope"], span.instrumentation_scope.name());
+        assert_eq!(g["trace_id"], span.span_context.trace_id().to_string());
+        let parent = span.parent_span_id.to_string();
+        assert_eq!(
+            g["parent_span_id"],
+            if parent == "0000000000000000" {
+                Json::Null
+            } else {
+                Json::from(parent)
+            }
+        );
+        assert_eq!(g["start"], nanos(span.start_time));
+        assert_eq!(g["end"], nanos(span.end_time));
+        let attrs: serde_json::Map<String, Json> = span
+            .attributes
+            .iter()
+            .map(|kv| (kv.key.to_string(), typed_value(&kv.value)))
+            .collect();
+        assert_eq!(g["attributes"], Json::Object(attrs), "{}", span.name);
+        assert_eq!(g["events"].as_array().unwrap().len(), span.events.len());
+        assert_eq!(g["links"].as_array().unwrap().len(), span.links.len());
+    }
+    let step = got.iter().find(|s| s["name"] == "step ✓ 步骤 🚀").unwrap();
+    assert_eq!(step["status"], serde_json::json!({"error": "nan loss"}));
+    assert_eq!(step["events"][0]["name"], "loss-spike");
+    assert_eq!(
+        step["events"][0]["attributes"]["loss"],
+        serde_json::json!({"f64": 9.5})
+    );
+    let save = got.iter().find(|s| s["name"] == "save").unwrap();
+    assert_eq!(
+        (save["kind"].as_str(), save["status"].as_str()),
+        (Some("producer"), Some("ok"))
+    );
+    assert_eq!(save["scope_version"], "2.1");
+    assert_eq!(save["links"][0]["span_id"], step["span_id"]);
+    let e = handle.stats();
+    let e = e.exporter("recorder").unwrap();
+    assert_eq!((e.received, e.exported, e.dropped()), (1502, 1502, 0));
+    assert_eq!(e.restarts, 0);
+    assert!(e.peak_memory_bytes > 0);
+}
+
+#[test]
+fn recorder_otlp_encoding_decodes_to_the_oracle_spans() {
+    let dir = tempfile::tempdir().unwrap();
+    let (handle, oracle) = install(vec![recorder_spec(dir.path(), "otlp")], 100);
+    produce(&handle, 250);
+    handle.shutdown(T).unwrap();
+    let recorded = lines(&dir.path().join("batches.jsonl"));
+    let mut got = HashMap::new();
+    for line in &recorded[1..] {
+        let bytes: Vec<u8> = serde_json::from_value(line["otlp"].clone()).unwrap();
+        let request = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
+        for rs in &request.resource_spans {
+            let rank = rs
+                .resource
+                .as_ref()
+                .unwrap()
+                .attributes
+                .iter()
+                .find(|kv| kv.key == "dl.rank")
+                .unwrap();
+            assert_eq!(
+                format!("{:?}", rank.value.as_ref().unwrap().value),
+                "Some(IntValue(2))"
+            );
+            for ss in &rs.scope_spans {
+                for s in &ss.spans {
+                    got.insert(
+                        s.span_id.clone(),
+                        (s.name.clone(), s.trace_id.clone(), s.attributes.len()),
+                    );
+                }
+            }
+        }
+    }
+    let expected = oracle.0.lock().unwrap().clone();
+    assert_eq!(got.len(), expected.len());
+    for span in &expected {
+        let (name, trace, attrs) = &got[&span.span_context.span_id().to_bytes().to_vec()];
+        assert_eq!(name, span.name.as_ref());
+        assert_eq!(trace, &span.span_context.trace_id().to_bytes().to_vec());
+        assert_eq!(*attrs, span.attributes.len());
+    }
+}
+
+fn direct(
+    mode: &str,
+    extra: &[(&str, &str)],
+) -> (WasmSpanExporter, Arc<lens::trace::ExporterStats>) {
+    let mut settings = vec![("mode", mode)];
+    settings.extend_from_slice(extra);
+    let mut s = spec(HOSTILE, &settings);
+    s.name = Some(format!("hostile-{mode}"));
+    s.call_timeout_ms = Some(300);
+    s.memory_limit_mib = Some(32);
+    WasmSpanExporter::from_config(
+        &format!("hostile-{mode}"),
+        &s,
+        &Resource::builder_empty().build(),
+    )
+    .unwrap()
+}
+
+fn spans(names: &[&'static str]) -> Vec<SpanData> {
+    let oracle = Oracle::default();
+    let provider = lens::opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_simple_exporter(oracle.clone())
+        .build();
+    let tracer = provider.tracer("t");
+    for n in names {
+        tracer.start(*n).end();
+    }
+    oracle.0.lock().unwrap().clone()
+}
+
+fn export(e: &WasmSpanExporter, names: &[&'static str]) -> Result<(), String> {
+    futures_executor::block_on(e.export(spans(names))).map_err(|e| e.to_string())
+}
+
+#[test]
+fn empty_batch_is_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, stats) = WasmSpanExporter::from_config(
+        "recorder",
+        &recorder_spec(dir.path(), "typed"),
+        &Resource::builder_empty().build(),
+    )
+    .unwrap();
+    futures_executor::block_on(e.export(Vec::new())).unwrap();
+    e.shutdown().unwrap();
+    let recorded = lines(&dir.path().join("batches.jsonl"));
+    assert_eq!(recorded[1], serde_json::json!({"typed": []}));
+    assert_eq!(stats.snapshot().traps.len(), 0);
+    // After shutdown, export fails cleanly.
+    assert!(futures_executor::block_on(e.export(Vec::new())).is_err());
+}
+
+#[test]
+fn infinite_loop_hits_the_deadline_and_the_instance_is_rebuilt() {
+    let (e, stats) = direct("loop", &[]);
+    let started = Instant::now();
+    let err = export(&e, &["a"]).unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.contains("wasm exporter `hostile-loop`: deadline"),
+        "{err}"
+    );
+    // The next batch gets a fresh instance (which loops again): a restart, then backoff.
+    assert!(export(&e, &["b"]).unwrap_err().contains("deadline"));
+    let s = stats.snapshot();
+    assert_eq!(s.traps.get("deadline"), Some(&2));
+    assert_eq!(s.restarts, 1);
+    let backing_off = export(&e, &["c"]).unwrap_err();
+    assert!(backing_off.contains("backing off"), "{backing_off}");
+}
+
+#[test]
+fn memory_bomb_hits_the_memory_limit() {
+    let (e, stats) = direct("memory-bomb", &[]);
+    let err = export(&e, &["a"]).unwrap_err();
+    assert!(err.contains("memory limit"), "{err}");
+    let s = stats.snapshot();
+    assert_eq!(s.traps.get("memory limit"), Some(&1));
+    assert!(s.peak_memory_bytes <= 32 << 20, "{}", s.peak_memory_bytes);
+}
+
+#[test]
+fn panic_on_a_span_named_boom_fails_that_batch_only() {
+    let (e, stats) = direct("panic-on-boom", &[]);
+    export(&e, &["ok"]).unwrap();
+    let err = export(&e, &["x", "boom"]).unwrap_err();
+    assert!(err.contains("unreachable"), "{err}");
+    export(&e, &["fine"]).unwrap(); // a fresh instance, no backoff after one fault
+    let s = stats.snapshot();
+    assert_eq!((s.restarts, s.traps.get("unreachable")), (1, Some(&1)));
+}
+
+#[test]
+fn huge_error_strings_are_truncated_and_the_instance_kept() {
+    let (e, stats) = direct("huge-error", &[]);
+    let err = export(&e, &["a"]).unwrap_err();
+    assert!(err.len() < 1200, "{} bytes", err.len());
+    assert!(
+        err.ends_with(&format!("… [{} more bytes]", (10 << 20) - 1024)),
+        "{}",
+        &err[err.len() - 40..]
+    );
+    export(&e, &["b"]).unwrap_err();
+    let s = stats.snapshot();
+    assert_eq!((s.guest_errors, s.restarts), (2, 0));
+    assert!(s.traps.is_empty());
+}
+
+#[test]
+fn a_guest_blocked_in_a_host_call_is_abandoned_at_the_deadline() {
+    let (e, stats) = direct("slow", &[("sleep_ms", "5000")]);
+    let started = Instant::now();
+    let err = export(&e, &["a"]).unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(err.contains("blocked in a host call"), "{err}");
+    assert_eq!(stats.snapshot().traps.get("deadline"), Some(&1));
+}
+
+#[test]
+fn reading_a_host_file_is_denied() {
+    let err = export(&direct("read-file", &[]).0, &["a"]).unwrap_err();
+    assert!(err.contains("probe read /etc/passwd: Err("), "{err}");
+}
+
+#[test]
+fn the_host_environment_is_invisible_except_granted_variables() {
+    let mut s = spec(HOSTILE, &[("mode", "read-env")]);
+    s.env = BTreeMap::from([
+        ("DATASET".to_string(), EnvGrant::Value("pretraining".into())),
+        (
+            "FROM_HOST".to_string(),
+            EnvGrant::FromHost {
+                from_host: "PATH".into(),
+            },
+        ),
+    ]);
+    let (e, _) =
+        WasmSpanExporter::from_config("env", &s, &Resource::builder_empty().build()).unwrap();
+    let err = export(&e, &["a"]).unwrap_err();
+    let path = std::env::var("PATH").unwrap();
+    assert!(
+        err.ends_with(&format!(
+            "probe env: [(\"DATASET\", \"pretraining\"), (\"FROM_HOST\", \"{path}\")]"
+        )),
+        "{err}"
+    );
+    s.env = BTreeMap::from([(
+        "KEY".to_string(),
+        EnvGrant::FromHost {
+            from_host: "LENS_SURELY_UNSET_VAR".into(),
+        },
+    )]);
+    let missing =
+        WasmSpanExporter::from_config("env", &s, &Resource::builder_empty().build()).unwrap_err();
+    assert!(
+        missing
+            .to_string()
+            .ends_with("`env.KEY` takes host variable `LENS_SURELY_UNSET_VAR`, which is not set"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn sockets_are_denied() {
+    let err = export(&direct("socket", &[]).0, &["a"]).unwrap_err();
+    assert!(err.contains("probe socket: Err("), "{err}");
+}
+
+#[test]
+fn http_to_a_host_not_allowed_is_denied() {
+    let err = export(&direct("http", &[]).0, &["a"]).unwrap_err();
+    assert!(
+        err.contains("probe http error: ErrorCode::HttpRequestDenied"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_exporter_refusing_to_start_fails_setup_with_its_message() {
+    let err = WasmSpanExporter::from_config(
+        "picky",
+        &spec(HOSTILE, &[("mode", "refuse-init")]),
+        &Resource::builder_empty().build(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "wasm exporter `picky` ({HOSTILE}): init failed: init: this exporter refuses to start"
+        )
+    );
+}
+
+#[test]
+fn traps_never_reach_training_and_the_counts_add_up() {
+    let mut hostile = spec(HOSTILE, &[("mode", "panic-on-boom")]);
+    hostile.name = Some("hostile".into());
+    let (handle, oracle) = install(vec![hostile], 10);
+    let tracer = handle.tracer("t");
+    let batch = |boom: bool| {
+        for i in 0..10 {
+            tracer
+                .start(if boom && i == 3 { "boom" } else { "fine" })
+                .end();
+        }
+        let _ = handle.force_flush(T); // a failed batch fails the flush, never the application
+    };
+    batch(false); // exported
+    batch(true); // trap: dropped, instance discarded
+    batch(false); // fresh instance: exported (restart 1)
+    batch(true); // second trap within 10 s: dropped, backoff 1 s starts
+    batch(false); // dropped: backing off
+    std::thread::sleep(Duration::from_millis(1100));
+    batch(false); // backoff over: fresh instance, exported (restart 2)
+    handle.shutdown(T).unwrap();
+    let stats = handle.stats();
+    let w = stats.exporter("hostile").unwrap();
+    assert_eq!(
+        oracle.0.lock().unwrap().len(),
+        60,
+        "the other exporter got every span"
+    );
+    assert_eq!(w.received, 60);
+    assert_eq!(
+        (w.exported, w.dropped_export_failed, w.dropped()),
+        (30, 30, 30),
+        "{w:?}"
+    );
+    assert_eq!(w.traps.get("unreachable"), Some(&2), "{w:?}");
+    assert_eq!(w.restarts, 2, "{w:?}");
+}
+
+fn load_error(path: &Path, pin: Option<&str>) -> String {
+    let mut s = spec(path.to_str().unwrap(), &[]);
+    s.sha256 = pin.map(String::from);
+    match WasmSpanExporter::from_config("bad", &s, &Resource::builder_empty().build()) {
+        Err(LensError::WasmLoad { message, .. }) => message,
+        Err(other) => panic!("unexpected error {other}"),
+        Ok(_) => panic!("{} loaded", path.display()),
+    }
+}
+
+#[test]
+fn bad_wasm_inputs_each_get_their_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    assert_eq!(
+        load_error(&dir.path().join("missing.wasm"), None),
+        "file not found"
+    );
+    assert_eq!(
+        load_error(dir.path(), None),
+        "is a directory, not a .wasm component file"
+    );
+    assert_eq!(
+        load_error(&p("text.wasm", b"hello, world"), None),
+        "not a WebAssembly file (no `\\0asm` header)"
+    );
+    let core = wat::parse_str("(module (func (export \"f\")))").unwrap();
+    assert_eq!(
+        load_error(&p("core.wasm", &core), None),
+        "is a core WebAssembly module, not a component: build it for wasm32-wasip2, or wrap it with `wasm-tools component new`"
+    );
+    let empty = wat::parse_str("(component)").unwrap();
+    assert_eq!(
+        load_error(&p("empty.wasm", &empty), None),
+        "does not export `lens:exporter/span-exporter@0.1.0` (it exports nothing); is it built for the `lens:exporter/exporter` world?"
+    );
+    let imports = wat::parse_str(
+        r#"(component
+             (import "vendor:telemetry/sink@1.0.0" (instance (export "send" (func))))
+             (import "wasi:cli/environment@0.2.0" (instance))
+           )"#,
+    )
+    .unwrap();
+    assert_eq!(
+        load_error(&p("imports.wasm", &imports), None),
+        "imports the host does not provide: `vendor:telemetry/sink@1.0.0` (the host offers WASI 0.2 and wasi:http only)"
+    );
+    let other_version = wat::parse_str(
+        r#"(component
+             (core module $m (func (export "f")))
+             (core instance $i (instantiate $m))
+             (func $f (canon lift (core func $i "f")))
+             (instance $e (export "shutdown" (func $f)))
+             (export "lens:exporter/span-exporter@0.2.0" (instance $e))
+           )"#,
+    )
+    .unwrap();
+    assert_eq!(
+        load_error(&p("v2.wasm", &other_version), None),
+        "targets `lens:exporter/span-exporter@0.2.0`, but this host supports `lens:exporter/span-exporter@0.1.0`"
+    );
+    let truncated = &std::fs::read(RECORDER).unwrap()[..4096];
+    assert!(load_error(&p("truncated.wasm", truncated), None).starts_with("invalid component: "));
+    let pin = "0".repeat(64);
+    let digest = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(std::fs::read(RECORDER).unwrap()))
+    };
+    assert_eq!(
+        load_error(Path::new(RECORDER), Some(&pin)),
+        format!("sha256 is {digest}, but the config pins {pin}: refusing to load it")
+    );
+}
+
+#[test]
+fn a_correct_sha256_pin_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = recorder_spec(dir.path(), "typed");
+    use sha2::Digest;
+    s.sha256 =
+        Some(hex::encode(sha2::Sha256::digest(std::fs::read(RECORDER).unwrap())).to_uppercase());
+    WasmSpanExporter::from_config("pinned", &s, &Resource::builder_empty().build()).unwrap();
+}
