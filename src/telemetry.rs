@@ -169,6 +169,7 @@ impl TelemetryBuilder {
             return Err(LensError::AlreadyInitialized);
         }
         let install_global = self.install_global;
+        let metrics_enabled = self.config.metrics_enabled;
         let batch = self.config.batch;
         let built = self.build_providers(rank, exporting, sampler, resource.clone());
         let (tracer_provider, meter_provider, fanout) = match built {
@@ -180,6 +181,13 @@ impl TelemetryBuilder {
                 }
                 return Err(e);
             }
+        };
+        let self_metrics = match &fanout {
+            Some(core) if metrics_enabled => {
+                use opentelemetry::metrics::MeterProvider as _;
+                crate::trace::self_metrics::register(&meter_provider.meter("lens"), core.clone())
+            }
+            _ => Vec::new(),
         };
         if install_global {
             opentelemetry::global::set_tracer_provider(tracer_provider.clone());
@@ -199,6 +207,7 @@ impl TelemetryBuilder {
                 shutdown: Mutex::new(None),
                 global: install_global,
                 shutdown_timeout: Duration::from_millis(batch.shutdown_timeout_ms),
+                _self_metrics: self_metrics,
             }),
         })
     }
@@ -304,6 +313,7 @@ struct HandleInner {
     shutdown: Mutex<Option<Result<(), String>>>,
     global: bool,
     shutdown_timeout: Duration,
+    _self_metrics: crate::trace::self_metrics::Instruments,
 }
 
 impl Drop for HandleInner {

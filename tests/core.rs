@@ -101,9 +101,12 @@ fn seed_in_memory_span_exporter_and_metric_reader() {
     );
     let metric_names: Vec<String> = data
         .scope_metrics()
+        .filter(|s| s.scope().name() == "train")
         .flat_map(|s| s.metrics().map(|m| m.name().to_string()))
         .collect();
     assert_eq!(metric_names, ["steps"]);
+    // Lens's own health metrics travel in their own scope.
+    assert!(data.scope_metrics().any(|s| s.scope().name() == "lens"));
     // The span exporter saw the same resource.
     assert_eq!(
         handle.resource().get(&"dl.rank".into()),
@@ -154,10 +157,13 @@ fn injected_exporter_replaces_only_its_own_signal() {
         .collect();
     assert_eq!(names, ["console"]);
     handle.meter("m").u64_counter("c").build().add(1, &[]);
-    assert_eq!(
-        reader.get_metrics_data().unwrap().scope_metrics().count(),
-        1
-    );
+    let data = reader.get_metrics_data().unwrap();
+    let user_scopes: Vec<&str> = data
+        .scope_metrics()
+        .map(|s| s.scope().name())
+        .filter(|n| *n != "lens")
+        .collect();
+    assert_eq!(user_scopes, ["m"]);
     handle.shutdown(T).unwrap();
 }
 
@@ -810,5 +816,104 @@ fn tracing_instrument_spans_reach_the_exporter() {
         "{:?}",
         finished[0].attributes
     );
+    handle.shutdown(T).unwrap();
+}
+
+/// Sum data points of metric `name` as (sorted attributes, value).
+fn sum_points(
+    data: &lens::opentelemetry_sdk::metrics::data::ResourceMetrics,
+    name: &str,
+) -> Vec<(Vec<String>, u64)> {
+    use lens::opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+    let mut out = Vec::new();
+    for scope in data.scope_metrics() {
+        for m in scope.metrics().filter(|m| m.name() == name) {
+            if let AggregatedMetrics::U64(MetricData::Sum(sum)) = m.data() {
+                for p in sum.data_points() {
+                    let mut attrs: Vec<String> = p
+                        .attributes()
+                        .map(|kv| format!("{}={}", kv.key, kv.value))
+                        .collect();
+                    attrs.sort();
+                    out.push((attrs, p.value()));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn lens_reports_its_own_health_as_metrics() {
+    let reader = InMemoryMetricReader::new();
+    let mut cfg = config("none");
+    cfg.batch.max_export_batch_size = 10;
+    let handle = Telemetry::builder(cfg)
+        .span_exporter(SlowExporter {
+            delay: Duration::ZERO,
+            fail_every: 2,
+            calls: AtomicU64::new(0),
+            accepted: Arc::new(AtomicU64::new(0)),
+        })
+        .metric_reader(reader.clone())
+        .local();
+    let tracer = handle.tracer("t");
+    for _ in 0..40 {
+        tracer.start("s").end();
+    }
+    handle.force_flush(T).unwrap_or(());
+    let stats = handle.stats();
+    let e = &stats.exporters[0];
+    assert_eq!(e.exported + e.dropped_export_failed, 40);
+    let data = reader.get_metrics_data().unwrap();
+    assert_eq!(sum_points(&data, "lens.spans.produced"), [(vec![], 40)]);
+    assert_eq!(
+        sum_points(&data, "lens.exporter.spans"),
+        [
+            (
+                vec![
+                    "exporter=custom".to_string(),
+                    "outcome=dropped_export_failed".to_string()
+                ],
+                e.dropped_export_failed
+            ),
+            (
+                vec![
+                    "exporter=custom".to_string(),
+                    "outcome=dropped_queue_full".to_string()
+                ],
+                0
+            ),
+            (
+                vec![
+                    "exporter=custom".to_string(),
+                    "outcome=dropped_shutdown".to_string()
+                ],
+                0
+            ),
+            (
+                vec![
+                    "exporter=custom".to_string(),
+                    "outcome=exported".to_string()
+                ],
+                e.exported
+            ),
+        ]
+    );
+    assert_eq!(
+        sum_points(&data, "lens.exporter.batches"),
+        [
+            (
+                vec!["exporter=custom".to_string(), "outcome=failed".to_string()],
+                e.batches_failed
+            ),
+            (
+                vec!["exporter=custom".to_string(), "outcome=ok".to_string()],
+                e.batches_exported
+            ),
+        ]
+    );
+    assert!(e.batches_failed > 0 && e.batches_exported > 0);
     handle.shutdown(T).unwrap();
 }

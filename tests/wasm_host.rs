@@ -518,6 +518,78 @@ fn traps_never_reach_training_and_the_counts_add_up() {
     assert_eq!(w.restarts, 2, "{w:?}");
 }
 
+#[test]
+fn guest_health_is_reported_as_lens_metrics() {
+    let reader = lens::InMemoryMetricReader::new();
+    let mut hostile = spec(HOSTILE, &[("mode", "panic-on-boom")]);
+    hostile.name = Some("hostile".into());
+    let config = LensConfig {
+        run_id: "m".into(),
+        traces: SignalConfig {
+            exporters: vec![ExporterSpec::Wasm(hostile)],
+        },
+        ..Default::default()
+    };
+    let handle = Telemetry::builder(config)
+        .metric_reader(reader.clone())
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap();
+    let tracer = handle.tracer("t");
+    tracer.start("boom").end();
+    let _ = handle.force_flush(T);
+    tracer.start("fine").end();
+    let _ = handle.force_flush(T);
+    let data = reader.get_metrics_data().unwrap();
+    let find = |name: &str| -> Vec<String> {
+        use lens::opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+        let mut out = Vec::new();
+        for m in data
+            .scope_metrics()
+            .flat_map(|s| s.metrics())
+            .filter(|m| m.name() == name)
+        {
+            match m.data() {
+                AggregatedMetrics::U64(MetricData::Sum(s)) => {
+                    out.extend(s.data_points().map(|p| {
+                        format!(
+                            "{:?}={}",
+                            p.attributes()
+                                .map(|kv| kv.value.to_string())
+                                .collect::<Vec<_>>(),
+                            p.value()
+                        )
+                    }))
+                }
+                AggregatedMetrics::U64(MetricData::Gauge(g)) => {
+                    out.extend(g.data_points().map(|p| {
+                        format!(
+                            "{:?}={}",
+                            p.attributes()
+                                .map(|kv| kv.value.to_string())
+                                .collect::<Vec<_>>(),
+                            p.value()
+                        )
+                    }))
+                }
+                _ => {}
+            }
+        }
+        out
+    };
+    assert_eq!(
+        find("lens.exporter.traps"),
+        [r#"["hostile", "unreachable"]=1"#]
+    );
+    assert_eq!(find("lens.exporter.restarts"), [r#"["hostile"]=1"#]);
+    let memory = find("lens.exporter.memory.peak");
+    assert_eq!(memory.len(), 1);
+    let bytes: u64 = memory[0].rsplit('=').next().unwrap().parse().unwrap();
+    assert!(bytes >= 64 * 1024, "{memory:?}");
+    handle.shutdown(T).unwrap();
+}
+
 fn load_error(path: &Path, pin: Option<&str>) -> String {
     let mut s = spec(path.to_str().unwrap(), &[]);
     s.sha256 = pin.map(String::from);
@@ -604,4 +676,172 @@ fn a_correct_sha256_pin_loads() {
     s.sha256 =
         Some(hex::encode(sha2::Sha256::digest(std::fs::read(RECORDER).unwrap())).to_uppercase());
     WasmSpanExporter::from_config("pinned", &s, &Resource::builder_empty().build()).unwrap();
+}
+
+#[test]
+fn fuel_budget_stops_a_loop_deterministically() {
+    let mut s = spec(HOSTILE, &[("mode", "loop")]);
+    s.fuel_per_call = Some(5_000_000);
+    s.call_timeout_ms = Some(30_000); // the fuel, not the deadline, must stop it
+    let (e, stats) =
+        WasmSpanExporter::from_config("fuel", &s, &Resource::builder_empty().build()).unwrap();
+    let err = export(&e, &["a"]).unwrap_err();
+    assert!(err.contains("wasm exporter `fuel`: fuel"), "{err}");
+    assert_eq!(stats.snapshot().traps.get("fuel"), Some(&1));
+}
+
+/// Captures log records for the stdio test.
+struct Capture(Mutex<Vec<String>>);
+
+impl log::Log for Capture {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        self.0.lock().unwrap().push(record.args().to_string());
+    }
+    fn flush(&self) {}
+}
+
+static CAPTURE: Capture = Capture(Mutex::new(Vec::new()));
+
+#[test]
+fn guest_stdout_and_stderr_reach_the_log_prefixed_and_truncated() {
+    if log::set_logger(&CAPTURE).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
+    let (e, _) = WasmSpanExporter::from_config(
+        "print",
+        &spec(HOSTILE, &[("mode", "print")]),
+        &Resource::builder_empty().build(),
+    )
+    .unwrap();
+    export(&e, &["a"]).unwrap();
+    drop(e); // the instance (and its streams) go away: a pending partial line is flushed
+    std::thread::sleep(Duration::from_millis(200));
+    let logs: Vec<String> = CAPTURE
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("`print`"))
+        .cloned()
+        .collect();
+    assert!(
+        logs.contains(&"[wasm exporter `print` rank 0 stdout] hello from the guest".to_string()),
+        "{logs:?}"
+    );
+    let long = logs
+        .iter()
+        .find(|l| l.contains("stderr] xxx"))
+        .expect("the long stderr line");
+    assert!(
+        long.ends_with(&format!("{}… [4000 more bytes]", "x".repeat(10))),
+        "{}",
+        &long[long.len() - 40..]
+    );
+    assert!(long.len() < 1100);
+    assert!(
+        logs.contains(&"[wasm exporter `print` rank 0 stdout] no newline at the end".to_string()),
+        "{logs:?}"
+    );
+}
+
+#[test]
+fn http_to_an_allowed_host_goes_through() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let n = conn.read(&mut buf).unwrap();
+        let request = String::from_utf8_lossy(&buf[..n]).to_string();
+        conn.write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .unwrap();
+        request
+    });
+    let authority = format!("127.0.0.1:{port}");
+    let mut s = spec(HOSTILE, &[("mode", "http"), ("authority", &authority)]);
+    s.allowed_hosts = vec![authority.clone()];
+    let (e, _) =
+        WasmSpanExporter::from_config("http-ok", &s, &Resource::builder_empty().build()).unwrap();
+    let err = export(&e, &["a"]).unwrap_err();
+    assert!(err.ends_with("probe http status 202"), "{err}");
+    let request = server.join().unwrap();
+    assert!(
+        request.starts_with("POST /v1/traces HTTP/1.1")
+            || request.starts_with("GET /v1/traces HTTP/1.1"),
+        "{request}"
+    );
+}
+
+#[test]
+fn a_read_only_preopen_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = recorder_spec(dir.path(), "typed");
+    s.preopens[0].read_only = true;
+    let err = WasmSpanExporter::from_config("ro", &s, &Resource::builder_empty().build())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("init failed: init: cannot create /out/batches.jsonl"),
+        "{err}"
+    );
+    assert!(!dir.path().join("batches.jsonl").exists());
+}
+
+/// For each hostile behaviour inside a real pipeline: the application never waits, the other
+/// exporter gets every span, and the hostile exporter's counts add up.
+fn hostile_in_a_pipeline(mode: &str, extra: &[(&str, &str)]) {
+    let mut settings = vec![("mode", mode)];
+    settings.extend_from_slice(extra);
+    let mut hostile = spec(HOSTILE, &settings);
+    hostile.name = Some("hostile".into());
+    hostile.call_timeout_ms = Some(200);
+    hostile.memory_limit_mib = Some(32);
+    let (handle, oracle) = install(vec![hostile], 10);
+    let tracer = handle.tracer("t");
+    let started = Instant::now();
+    for i in 0..50 {
+        tracer.start(if i == 25 { "boom" } else { "step" }).end();
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "ending spans waited: {:?}",
+        started.elapsed()
+    );
+    let _ = handle.force_flush(T);
+    let _ = handle.shutdown(T);
+    let stats = handle.stats();
+    let w = stats.exporter("hostile").unwrap();
+    assert_eq!(
+        oracle.0.lock().unwrap().len(),
+        50,
+        "{mode}: the other exporter got every span"
+    );
+    assert_eq!(w.received, 50, "{mode}");
+    assert_eq!(w.exported + w.dropped(), 50, "{mode}: {w:?}");
+}
+
+macro_rules! hostile_pipeline_tests {
+    ($($test:ident => $mode:expr $(, $k:expr => $v:expr)*;)*) => {$(
+        #[test]
+        fn $test() {
+            hostile_in_a_pipeline($mode, &[$(($k, $v)),*]);
+        }
+    )*};
+}
+
+hostile_pipeline_tests! {
+    pipeline_survives_an_infinite_loop => "loop";
+    pipeline_survives_a_memory_bomb => "memory-bomb";
+    pipeline_survives_a_panic_on_boom => "panic-on-boom";
+    pipeline_survives_huge_errors => "huge-error";
+    pipeline_survives_a_slow_exporter => "slow", "sleep_ms" => "1000";
+    pipeline_survives_file_probes => "read-file";
+    pipeline_survives_env_probes => "read-env";
+    pipeline_survives_socket_probes => "socket";
+    pipeline_survives_http_probes => "http";
+    pipeline_survives_periodic_traps => "trap-every", "every" => "2";
 }

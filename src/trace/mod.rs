@@ -3,6 +3,7 @@
 mod fanout;
 mod processor;
 mod sampler;
+pub(crate) mod self_metrics;
 mod stats;
 
 pub use fanout::TRUNCATED_ATTRIBUTE;

@@ -5,4 +5,4 @@ wasmtime::component::bindgen!({
     world: "exporter",
 });
 
-pub use lens::exporter::types;
+pub use self::lens::exporter::types;

@@ -9,8 +9,34 @@ use wasmtime::{Cache, CacheConfig, Config, Engine};
 /// Epoch period: call deadlines are rounded up to this.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// `LENS_WASM_CACHE_DIR` overrides the cache directory; `LENS_WASM_CACHE=off` disables it.
+/// The process's compilation cache, shared by its engines (`None`: disabled or unavailable).
 fn cache() -> Option<Cache> {
+    static CACHE: OnceLock<Option<Cache>> = OnceLock::new();
+    CACHE.get_or_init(open_cache).clone()
+}
+
+/// Hits and misses of the compilation cache so far, and where it lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Compilations served from disk.
+    pub hits: usize,
+    /// Compilations done and written to disk.
+    pub misses: usize,
+    /// The cache directory.
+    pub directory: std::path::PathBuf,
+}
+
+/// Statistics of the compilation cache, `None` when it is disabled.
+pub fn cache_stats() -> Option<CacheStats> {
+    cache().map(|c| CacheStats {
+        hits: c.cache_hits(),
+        misses: c.cache_misses(),
+        directory: c.directory().clone(),
+    })
+}
+
+/// `LENS_WASM_CACHE_DIR` overrides the cache directory; `LENS_WASM_CACHE=off` disables it.
+fn open_cache() -> Option<Cache> {
     if std::env::var("LENS_WASM_CACHE").is_ok_and(|v| v == "off" || v == "0") {
         return None;
     }

@@ -13,9 +13,11 @@ struct Settings {
     sleep_ms: u64,
     every: u64,
     calls: u64,
+    authority: String,
 }
 
-static SETTINGS: Mutex<Settings> = Mutex::new(Settings { mode: String::new(), sleep_ms: 0, every: 3, calls: 0 });
+static SETTINGS: Mutex<Settings> =
+    Mutex::new(Settings { mode: String::new(), sleep_ms: 0, every: 3, calls: 0, authority: String::new() });
 
 fn http_probe(authority: &str) -> String {
     use wasip2::http::outgoing_handler::handle;
@@ -46,6 +48,7 @@ impl Guest for Hostile {
         s.mode = get("mode").ok_or("setting `mode` is required")?;
         s.sleep_ms = get("sleep_ms").and_then(|v| v.parse().ok()).unwrap_or(0);
         s.every = get("every").and_then(|v| v.parse().ok()).unwrap_or(3);
+        s.authority = get("authority").unwrap_or_else(|| "127.0.0.1:9".into());
         if s.mode == "refuse-init" {
             return Err("this exporter refuses to start".into());
         }
@@ -53,10 +56,10 @@ impl Guest for Hostile {
     }
 
     fn export(batch: Batch) -> Result<(), String> {
-        let (mode, sleep_ms, every, calls) = {
+        let (mode, sleep_ms, every, calls, authority) = {
             let mut s = SETTINGS.lock().unwrap();
             s.calls += 1;
-            (s.mode.clone(), s.sleep_ms, s.every, s.calls)
+            (s.mode.clone(), s.sleep_ms, s.every, s.calls, s.authority.clone())
         };
         let names: Vec<String> = match &batch {
             Batch::Typed(groups) => groups.iter().flat_map(|g| g.spans.iter().map(|s| s.name.clone())).collect(),
@@ -89,10 +92,17 @@ impl Guest for Hostile {
                 std::thread::sleep(std::time::Duration::from_millis(sleep_ms));
                 Ok(())
             }
+            "print" => {
+                println!("hello from the guest");
+                eprintln!("{}", "x".repeat(5000));
+                print!("no newline at the end");
+                // A reactor never exits, so nothing flushes Rust's line-buffered stdout for it.
+                std::io::Write::flush(&mut std::io::stdout()).map_err(|e| e.to_string())
+            }
             "read-file" => Err(format!("probe read /etc/passwd: {:?}", std::fs::read_to_string("/etc/passwd").map(|s| s.len()))),
             "read-env" => Err(format!("probe env: {:?}", std::env::vars().collect::<Vec<_>>())),
             "socket" => Err(format!("probe socket: {:?}", std::net::TcpStream::connect("127.0.0.1:9").map(|_| ()))),
-            "http" => Err(format!("probe {}", http_probe("127.0.0.1:9"))),
+            "http" => Err(format!("probe {}", http_probe(&authority))),
             other => Err(format!("unknown mode `{other}`")),
         }
     }
