@@ -16,8 +16,13 @@ struct Settings {
     authority: String,
 }
 
-static SETTINGS: Mutex<Settings> =
-    Mutex::new(Settings { mode: String::new(), sleep_ms: 0, every: 3, calls: 0, authority: String::new() });
+static SETTINGS: Mutex<Settings> = Mutex::new(Settings {
+    mode: String::new(),
+    sleep_ms: 0,
+    every: 3,
+    calls: 0,
+    authority: String::new(),
+});
 
 fn http_probe(authority: &str) -> String {
     use wasip2::http::outgoing_handler::handle;
@@ -43,7 +48,12 @@ struct Hostile;
 
 impl Guest for Hostile {
     fn init(settings: Vec<(String, String)>, _resource: Resource) -> Result<Encoding, String> {
-        let get = |k: &str| settings.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        let get = |k: &str| {
+            settings
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
         let mut s = SETTINGS.lock().unwrap();
         s.mode = get("mode").ok_or("setting `mode` is required")?;
         s.sleep_ms = get("sleep_ms").and_then(|v| v.parse().ok()).unwrap_or(0);
@@ -59,10 +69,19 @@ impl Guest for Hostile {
         let (mode, sleep_ms, every, calls, authority) = {
             let mut s = SETTINGS.lock().unwrap();
             s.calls += 1;
-            (s.mode.clone(), s.sleep_ms, s.every, s.calls, s.authority.clone())
+            (
+                s.mode.clone(),
+                s.sleep_ms,
+                s.every,
+                s.calls,
+                s.authority.clone(),
+            )
         };
         let names: Vec<String> = match &batch {
-            Batch::Typed(groups) => groups.iter().flat_map(|g| g.spans.iter().map(|s| s.name.clone())).collect(),
+            Batch::Typed(groups) => groups
+                .iter()
+                .flat_map(|g| g.spans.iter().map(|s| s.name.clone()))
+                .collect(),
             Batch::OtlpProtobuf(_) => Vec::new(),
         };
         match mode.as_str() {
@@ -99,9 +118,18 @@ impl Guest for Hostile {
                 // A reactor never exits, so nothing flushes Rust's line-buffered stdout for it.
                 std::io::Write::flush(&mut std::io::stdout()).map_err(|e| e.to_string())
             }
-            "read-file" => Err(format!("probe read /etc/passwd: {:?}", std::fs::read_to_string("/etc/passwd").map(|s| s.len()))),
-            "read-env" => Err(format!("probe env: {:?}", std::env::vars().collect::<Vec<_>>())),
-            "socket" => Err(format!("probe socket: {:?}", std::net::TcpStream::connect("127.0.0.1:9").map(|_| ()))),
+            "read-file" => Err(format!(
+                "probe read /etc/passwd: {:?}",
+                std::fs::read_to_string("/etc/passwd").map(|s| s.len())
+            )),
+            "read-env" => Err(format!(
+                "probe env: {:?}",
+                std::env::vars().collect::<Vec<_>>()
+            )),
+            "socket" => Err(format!(
+                "probe socket: {:?}",
+                std::net::TcpStream::connect("127.0.0.1:9").map(|_| ())
+            )),
             "http" => Err(format!("probe {}", http_probe(&authority))),
             other => Err(format!("unknown mode `{other}`")),
         }

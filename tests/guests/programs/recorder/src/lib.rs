@@ -29,7 +29,11 @@ fn value(v: &Value) -> Json {
 }
 
 fn attrs(kvs: &[KeyValue]) -> Json {
-    Json::Object(kvs.iter().map(|kv| (kv.key.clone(), value(&kv.value))).collect())
+    Json::Object(
+        kvs.iter()
+            .map(|kv| (kv.key.clone(), value(&kv.value)))
+            .collect(),
+    )
 }
 
 fn write(line: Json) -> Result<(), String> {
@@ -45,7 +49,12 @@ struct Recorder;
 
 impl Guest for Recorder {
     fn init(settings: Vec<(String, String)>, resource: Resource) -> Result<Encoding, String> {
-        let get = |k: &str| settings.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        let get = |k: &str| {
+            settings
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
         let path = get("out").ok_or("setting `out` is required")?;
         let file = File::create(&path).map_err(|e| format!("cannot create {path}: {e}"))?;
         *OUT.lock().unwrap() = Some(file);
@@ -94,7 +103,9 @@ impl Guest for Recorder {
 
     fn force_flush() -> Result<(), String> {
         let mut out = OUT.lock().unwrap();
-        out.as_mut().map(|f| f.flush().map_err(|e| e.to_string())).unwrap_or(Ok(()))
+        out.as_mut()
+            .map(|f| f.flush().map_err(|e| e.to_string()))
+            .unwrap_or(Ok(()))
     }
 
     fn shutdown() -> Result<(), String> {
