@@ -29,6 +29,7 @@ fn summary(out: &Path) -> Vec<serde_json::Value> {
 }
 
 /// Runs `lens demo` on a config file with `text`; returns its output and the rank summaries.
+/// Callers check the exit status.
 fn demo_with_config(
     text: &str,
     ranks: &str,
@@ -56,11 +57,6 @@ fn demo_with_config(
         .arg(dir.path().join("o"))
         .output()
         .unwrap();
-    assert!(
-        result.status.success(),
-        "{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
     let ranks = summary(&dir.path().join("o"));
     (result, ranks)
 }
@@ -131,6 +127,11 @@ fn demo_with_a_strategy_config_exports_only_from_the_chosen_rank() {
         "1",
         "5",
     );
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
     let exporting: Vec<u64> = ranks
         .iter()
         .filter(|r| r["exporting"] == true)
@@ -148,11 +149,16 @@ fn demo_with_a_strategy_config_exports_only_from_the_chosen_rank() {
 #[test]
 fn demo_with_the_sampler_reports_dropped_ranks() {
     // At rate 0.1 ranks 3, 5 and 6 of 0..8 are kept (md5 rule).
-    let (_, ranks) = demo_with_config(
+    let (result, ranks) = demo_with_config(
         "exporter = \"none\"\nsampler_enabled = true\nexport_sample_rate = 0.1\nmetrics_enabled = false\n",
         "8",
         "2",
         "3",
+    );
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
     );
     let kept: Vec<u64> = ranks
         .iter()
@@ -199,4 +205,63 @@ fn config_show_applies_environment_overrides() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn demo_with_a_guest_that_traps_every_few_batches_completes_and_reports_it() {
+    let text = format!(
+        "exporter = \"none\"\nmetrics_enabled = false\n[batch]\nmax_export_batch_size = 8\nscheduled_delay_ms = 10\n\
+         [[traces.exporters]]\nkind = \"wasm\"\nname = \"flaky\"\npath = \"{}\"\nsettings = {{ mode = \"trap-every\", every = \"3\" }}\n",
+        lens_test_guests::HOSTILE
+    );
+    let (result, ranks) = demo_with_config(&text, "2", "1", "40");
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    // The run completes; the failing exporter makes it "finished with failures" (exit 1).
+    assert_eq!(result.status.code(), Some(1), "{stdout}");
+    for r in &ranks {
+        let produced = r["produced"].as_u64().unwrap();
+        assert_eq!(produced, 1 + 40 * 3, "{r}");
+        assert_eq!(
+            r["exported"].as_u64().unwrap() + r["dropped"].as_u64().unwrap(),
+            produced,
+            "{r}"
+        );
+        assert!(r["dropped"].as_u64().unwrap() > 0, "{r}");
+        assert!(r["restarts"].as_u64().unwrap() >= 1, "{r}");
+    }
+    assert!(stdout.contains("restarts"), "{stdout}");
+}
+
+#[test]
+fn a_crashed_rank_shows_in_the_summary_and_the_run_exits_1() {
+    let out = tempfile::tempdir().unwrap();
+    let result = lens()
+        .args([
+            "demo",
+            "--ranks",
+            "3",
+            "--nodes",
+            "1",
+            "--steps",
+            "20",
+            "--step-ms",
+            "0",
+            "--crash-rank",
+            "1",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert_eq!(result.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("1  FAILED: crashed")),
+        "{stdout}"
+    );
+    let ranks = summary(out.path());
+    let finished: Vec<u64> = ranks.iter().map(|r| r["rank"].as_u64().unwrap()).collect();
+    assert_eq!(finished, [0, 2]);
 }

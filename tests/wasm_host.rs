@@ -1,5 +1,7 @@
 //! The sandboxed wasm exporter host, driven with guests built from source (tests/guests).
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -690,26 +692,9 @@ fn fuel_budget_stops_a_loop_deterministically() {
     assert_eq!(stats.snapshot().traps.get("fuel"), Some(&1));
 }
 
-/// Captures log records for the stdio test.
-struct Capture(Mutex<Vec<String>>);
-
-impl log::Log for Capture {
-    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
-        true
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        self.0.lock().unwrap().push(record.args().to_string());
-    }
-    fn flush(&self) {}
-}
-
-static CAPTURE: Capture = Capture(Mutex::new(Vec::new()));
-
 #[test]
 fn guest_stdout_and_stderr_reach_the_log_prefixed_and_truncated() {
-    if log::set_logger(&CAPTURE).is_ok() {
-        log::set_max_level(log::LevelFilter::Info);
-    }
+    let capture = common::capture_log();
     let (e, _) = WasmSpanExporter::from_config(
         "print",
         &spec(HOSTILE, &[("mode", "print")]),
@@ -719,14 +704,7 @@ fn guest_stdout_and_stderr_reach_the_log_prefixed_and_truncated() {
     export(&e, &["a"]).unwrap();
     drop(e); // the instance (and its streams) go away: a pending partial line is flushed
     std::thread::sleep(Duration::from_millis(200));
-    let logs: Vec<String> = CAPTURE
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|l| l.contains("`print`"))
-        .cloned()
-        .collect();
+    let logs = capture.matching("`print`");
     assert!(
         logs.contains(&"[wasm exporter `print` rank 0 stdout] hello from the guest".to_string()),
         "{logs:?}"

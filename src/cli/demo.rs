@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use lens::config::{ExporterSpec, WasmExporterSpec, WasmPreopen};
 use lens::exporter::json::metrics_json;
-use lens::exporter::jsonl_file::JsonLinesFileExporter;
 use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::trace::{Span, TraceContextExt, Tracer};
+use lens::wasm::builtin::{JSONL_EXPORTER_FILE, write_jsonl_exporter};
 use lens::{InMemoryMetricReader, LensConfig, Telemetry};
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +40,9 @@ pub struct DemoArgs {
     /// Output directory of the default exporter.
     #[arg(long, default_value = "lens-out")]
     out: PathBuf,
+    /// Make this rank abort half-way (to see how the launcher reports a crashed rank).
+    #[arg(long)]
+    crash_rank: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -53,6 +57,8 @@ pub struct RankArgs {
     config: Option<PathBuf>,
     #[arg(long)]
     out: PathBuf,
+    #[arg(long)]
+    crash_rank: Option<u32>,
 }
 
 /// What a rank reports at the end (one JSON line on its stdout).
@@ -106,32 +112,31 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(0);
-    let mut builder;
-    let mut output = None;
+    let builder;
     let reader = InMemoryMetricReader::new();
+    let default_exporter = args.config.is_none();
     if let Some(file) = &args.config {
         builder = Telemetry::builder(LensConfig::load(Some(file))?);
     } else {
         let mut config = LensConfig::load(None)?;
         config.exporter = "none".into();
         config.service_name = "lens-demo".into();
-        builder = Telemetry::builder(config.clone()).metric_reader(reader.clone());
-        let exporting = lens::strategy::decide_export(
-            &lens::RankInfo::detect(None, None, &lens::config::env::ProcessEnv)?,
-            &config,
-        )?;
-        if exporting {
-            let path = args.out.join(format!("rank-{rank}.jsonl"));
-            let exporter =
-                JsonLinesFileExporter::create(&path).map_err(|e| lens::LensError::Config {
-                    source_name: path.display().to_string(),
-                    message: e.to_string(),
-                })?;
-            builder = builder.named_span_exporter("jsonl", exporter);
-            output = Some(path);
-        }
+        config.traces.exporters = vec![ExporterSpec::Wasm(WasmExporterSpec {
+            name: Some("jsonl".into()),
+            path: args.out.join(JSONL_EXPORTER_FILE),
+            preopens: vec![WasmPreopen {
+                host: args.out.clone(),
+                guest: "/out".into(),
+                read_only: false,
+            }],
+            settings: [("path".to_string(), "/out/rank-{dl.rank}.jsonl".to_string())].into(),
+            ..Default::default()
+        })];
+        builder = Telemetry::builder(config).metric_reader(reader.clone());
     }
     let handle = builder.install()?;
+    let output = (default_exporter && handle.is_exporting())
+        .then(|| args.out.join(format!("rank-{rank}.jsonl")));
     let tracer = handle.tracer("lens.demo");
     let meter = handle.meter("lens.demo");
     let step_time = meter
@@ -172,6 +177,10 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
             step_time.record(ms, &[]);
             tokens.add(tokens_per_step, &[]);
             throughput.record(tokens_per_step as f64 / (ms / 1000.0), &[]);
+            if args.crash_rank == Some(rank) && step == args.steps / 2 {
+                eprintln!("rank {rank}: simulated crash at step {step}");
+                std::process::abort();
+            }
             if step.is_multiple_of(10) || step == args.steps {
                 emit(&RankMessage::Progress {
                     step,
@@ -180,7 +189,7 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
             }
         }
     });
-    if output.is_some() && handle.is_exporting() {
+    if output.is_some() {
         let metrics_path = args.out.join(format!("rank-{rank}.metrics.jsonl"));
         if let Ok(data) = reader.get_metrics_data() {
             let lines: Vec<String> = metrics_json(&data).iter().map(|v| v.to_string()).collect();
@@ -206,7 +215,7 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
         produced: stats.spans_produced,
         exported: sum(|e| e.exported),
         dropped: sum(|e| e.dropped()),
-        restarts: 0,
+        restarts: sum(|e| e.restarts),
         latency_p50_us: max(|e| e.latency_p50),
         latency_p99_us: max(|e| e.latency_p99),
         output: output.map(|p| p.display().to_string()),
@@ -233,6 +242,15 @@ pub fn run(args: DemoArgs) -> ExitCode {
     let out = args.out.join(&run_id);
     if let Err(e) = std::fs::create_dir_all(&out) {
         eprintln!("error: cannot create {}: {e}", out.display());
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    if args.config.is_none()
+        && let Err(e) = write_jsonl_exporter(&out)
+    {
+        eprintln!(
+            "error: cannot write the built-in exporter into {}: {e}",
+            out.display()
+        );
         return ExitCode::from(EXIT_BAD_INPUT);
     }
     let exe = match std::env::current_exe() {
@@ -264,6 +282,9 @@ pub fn run(args: DemoArgs) -> ExitCode {
             .stdout(Stdio::piped());
         if let Some(c) = &args.config {
             cmd.arg("--config").arg(c);
+        }
+        if let Some(r) = args.crash_rank {
+            cmd.args(["--crash-rank", &r.to_string()]);
         }
         let bar = bars.add(
             ProgressBar::new(args.steps)

@@ -3,6 +3,7 @@
 //! Exit codes: 0 success; 1 the run finished but something failed (a rank crashed, spans were
 //! dropped with `--fail-on-drop`); 2 bad usage, config or input.
 
+mod check;
 mod config_cmd;
 mod demo;
 
@@ -37,6 +38,11 @@ enum Command {
         after_help = "Examples:\n  lens demo\n  lens demo --ranks 8 --nodes 2 --steps 200\n  lens demo --config lens.toml"
     )]
     Demo(demo::DemoArgs),
+    /// Validate a .wasm exporter, list its capabilities and run the conformance suite on it.
+    #[command(
+        after_help = "Examples:\n  lens check exporter.wasm\n  lens check exporter.wasm --preopen ./out:/out:rw --setting path=/out/spans.jsonl\n\nExit codes: 0 all checks pass, 1 some fail, 2 the file does not load."
+    )]
+    Check(check::CheckArgs),
     /// Validate or show configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -69,6 +75,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Demo(args) => demo::run(args),
+        Command::Check(args) => check::run(args),
         Command::DemoRank(args) => demo::run_rank(args),
         Command::Config(ConfigCommand::Validate { file }) => config_cmd::validate(&file),
         Command::Config(ConfigCommand::Show { config }) => config_cmd::show(config.as_deref()),

@@ -53,11 +53,23 @@ fn open_cache() -> Option<Cache> {
     }
 }
 
-fn build(fuel: bool) -> Result<Engine, String> {
+fn config(fuel: bool) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.consume_fuel(fuel);
+    config
+}
+
+/// A separate engine with the same settings and no cache, to measure a cold compile.
+pub fn uncached_engine() -> Result<Engine, String> {
+    let mut config = config(false);
+    config.cache(None);
+    Engine::new(&config).map_err(|e| format!("cannot create the wasm engine: {e:#}"))
+}
+
+fn build(fuel: bool) -> Result<Engine, String> {
+    let mut config = config(fuel);
     config.cache(cache());
     let engine =
         Engine::new(&config).map_err(|e| format!("cannot create the wasm engine: {e:#}"))?;

@@ -45,6 +45,8 @@ pub(crate) struct Runtime {
     pub call_timeout: Duration,
     pub fuel: Option<u64>,
     pub stats: Arc<ExporterStats>,
+    /// The encoding the last instance asked for in `init`.
+    pub encoding: Mutex<Option<Encoding>>,
 }
 
 enum Job {
@@ -180,12 +182,13 @@ impl Runtime {
                 return;
             }
         };
+        *self.encoding.lock().unwrap_or_else(|p| p.into_inner()) = Some(encoding);
         if ready.send(Outcome::Ok).is_err() {
             return; // the host gave up waiting
         }
         let guest: &Guest = bindings.lens_exporter_span_exporter();
         for job in jobs {
-            let (result, reply, last) = match job {
+            let (result, reply) = match job {
                 Job::Export(batch, reply) => {
                     let batch = match encoding {
                         Encoding::Typed => Batch::Typed(encode::typed_batch(&batch)),
@@ -196,27 +199,28 @@ impl Runtime {
                     let r = self
                         .arm(&mut store)
                         .and_then(|()| guest.call_export(&mut store, &batch));
-                    (r, reply, false)
+                    (r, reply)
                 }
                 Job::Flush(reply) => {
                     let r = self
                         .arm(&mut store)
                         .and_then(|()| guest.call_force_flush(&mut store));
-                    (r, reply, false)
+                    (r, reply)
                 }
                 Job::Shutdown(reply) => {
                     let r = self
                         .arm(&mut store)
                         .and_then(|()| guest.call_shutdown(&mut store));
-                    (r, reply, true)
+                    (r, reply)
                 }
             };
             let outcome = self.outcome(&store, result);
             let fault = matches!(outcome, Outcome::Fault(..));
             let _ = reply.send(outcome);
-            if fault || last {
+            if fault {
                 return; // a trapped instance can never be entered again
             }
+            // After `shutdown` the host drops its sender, which ends this loop.
         }
     }
 }
@@ -235,6 +239,15 @@ impl WasmSpanExporter {
                 shut_down: false,
             }),
         }
+    }
+
+    /// The batch encoding the guest asked for (`typed` or `otlp-protobuf`), once started.
+    pub fn encoding(&self) -> Option<&'static str> {
+        let e = *self.rt.encoding.lock().unwrap_or_else(|p| p.into_inner());
+        e.map(|e| match e {
+            Encoding::Typed => "typed",
+            Encoding::OtlpProtobuf => "otlp-protobuf",
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -352,6 +365,26 @@ impl WasmSpanExporter {
                     self.rt.call_timeout
                 ),
             )),
+        }
+    }
+}
+
+impl WasmSpanExporter {
+    /// Conformance probe: shuts the guest down, then sends it `batch` anyway (bypassing the
+    /// host's own refusal). `Ok(true)`: the guest refused with an error, as it must.
+    pub(crate) fn export_after_guest_shutdown(&self, batch: Vec<SpanData>) -> Result<bool, String> {
+        let mut st = self.lock();
+        self.call(&mut st, Job::Shutdown)
+            .map_err(|e| format!("shutdown failed: {e}"))?;
+        let traps_before = self.rt.stats.snapshot().traps.values().sum::<u64>();
+        let result = self.call(&mut st, |reply| Job::Export(batch, reply));
+        st.shut_down = true;
+        st.worker = None;
+        let trapped = self.rt.stats.snapshot().traps.values().sum::<u64>() > traps_before;
+        match result {
+            Ok(()) => Ok(false),
+            Err(e) if trapped => Err(format!("trapped instead of returning an error: {e}")),
+            Err(_) => Ok(true),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! The component contract is the WIT package in `wit/exporter.wit` (`lens:exporter@0.1.0`).
 //!
 //! - [`bindings`]: the host side generated from the WIT;
+//! - [`builtin`]: the JSON-lines exporter embedded in the binary;
 //! - [`encode`]: the two batch encodings (typed records, OTLP protobuf bytes);
 //! - [`engine`]: one engine per process, epoch deadlines, the compilation cache;
 //! - [`mod@load`]: validation of a `.wasm` file, with one clear error per problem;
@@ -10,6 +11,8 @@
 //! - [`exporter`]: the `SpanExporter` running a guest on its own thread, with restarts and backoff.
 
 pub mod bindings;
+pub mod builtin;
+pub mod conformance;
 pub mod encode;
 pub mod engine;
 pub mod exporter;
@@ -72,6 +75,7 @@ impl WasmSpanExporter {
             ),
             fuel: spec.fuel_per_call,
             stats,
+            encoding: std::sync::Mutex::new(None),
         };
         let exporter = WasmSpanExporter::new(rt, ctx.resource.clone());
         exporter.start().map_err(err)?;

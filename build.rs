@@ -1,0 +1,25 @@
+//! Builds the built-in JSON-lines exporter (`guest-examples/rust-jsonl`) as a component and
+//! hands its path to the crate, which embeds it (`lens::wasm::builtin`).
+
+include!("guest-examples/build_guests.rs");
+
+fn main() {
+    let here = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    println!("cargo:rerun-if-changed={}", here.join("wit").display());
+    println!("cargo:rerun-if-changed=build.rs");
+    let built = build_guests(
+        &here.join("guest-examples"),
+        &out.join("guest-examples"),
+        &["lens_jsonl_exporter", "lens_vendor_http_exporter"],
+    );
+    println!(
+        "cargo:rustc-env=LENS_BUILTIN_JSONL_WASM={}",
+        built[0].display()
+    );
+    // For the tests of the examples.
+    println!(
+        "cargo:rustc-env=LENS_EXAMPLE_VENDOR_HTTP_WASM={}",
+        built[1].display()
+    );
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Builds every example exporter into guest-examples/dist/, installing the pinned language tools
+# on first use (cached in guest-examples/.tools/). Run from anywhere:
+#   guest-examples/build.sh            # all guests
+#   guest-examples/build.sh rust c     # some of: rust c python js
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+wit="$here/../wit"
+dist="$here/dist"
+tools="$here/.tools"
+mkdir -p "$dist" "$tools"
+
+COMPONENTIZE_PY_VERSION=0.25.1
+COMPONENTIZE_JS_VERSION=0.23.0
+DEBIAN_C_PACKAGES="clang lld wasi-libc libclang-rt-14-dev-wasm32"
+
+step() { printf '== %s\n' "$*"; }
+
+build_rust() {
+  step "rust: rust-jsonl, rust-vendor-http"
+  rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
+  cargo build --quiet --release --target wasm32-wasip2 \
+    --manifest-path "$here/Cargo.toml" --target-dir "$tools/rust-target"
+  cp "$tools/rust-target/wasm32-wasip2/release/lens_jsonl_exporter.wasm" "$dist/rust-jsonl.wasm"
+  cp "$tools/rust-target/wasm32-wasip2/release/lens_vendor_http_exporter.wasm" "$dist/rust-vendor-http.wasm"
+}
+
+build_c() {
+  step "c: c-jsonl (Debian clang + wasi-libc, wit-bindgen C bindings, preview1 reactor adapter)"
+  missing=""
+  for p in $DEBIAN_C_PACKAGES; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+  if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    else
+      echo "missing Debian packages:$missing (apt-get install them)" >&2; exit 1
+    fi
+  fi
+  cargo build --quiet --release --manifest-path "$here/c-jsonl/tool/Cargo.toml" --target-dir "$tools/c-tool-target"
+  local tool="$tools/c-tool-target/release/lens-c-guest-tool" gen="$tools/c-bindings"
+  "$tool" bindgen "$wit" exporter "$gen"
+  clang --target=wasm32-wasi --sysroot=/usr -O2 -mexec-model=reactor -I"$gen" \
+    -o "$tools/c-jsonl.core.wasm" "$here/c-jsonl/exporter.c" "$gen/exporter.c" "$gen/exporter_component_type.o"
+  "$tool" component "$tools/c-jsonl.core.wasm" "$dist/c-jsonl.wasm"
+}
+
+build_python() {
+  step "python: python-jsonl (componentize-py $COMPONENTIZE_PY_VERSION)"
+  local venv="$tools/venv"
+  if ! "$venv/bin/componentize-py" --version 2>/dev/null | grep -q "$COMPONENTIZE_PY_VERSION"; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "componentize-py==$COMPONENTIZE_PY_VERSION"
+  fi
+  "$venv/bin/componentize-py" -d "$wit" -w exporter componentize -p "$here/python-jsonl" app \
+    -o "$dist/python-jsonl.wasm" >/dev/null
+}
+
+build_js() {
+  step "js: js-jsonl (componentize-js $COMPONENTIZE_JS_VERSION)"
+  local js="$tools/js"
+  if [ ! -x "$js/node_modules/.bin/componentize-js" ] || ! grep -q "\"version\": \"$COMPONENTIZE_JS_VERSION\"" \
+      "$js/node_modules/@bytecodealliance/componentize-js/package.json" 2>/dev/null; then
+    mkdir -p "$js"
+    (cd "$js" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
+      "@bytecodealliance/componentize-js@$COMPONENTIZE_JS_VERSION")
+  fi
+  # No HTTP needed: -d http -d fetch-event keeps wasi:http out of its imports.
+  "$js/node_modules/.bin/componentize-js" "$here/js-jsonl/exporter.js" --wit "$wit" -n exporter \
+    -o "$dist/js-jsonl.wasm" -d http -d fetch-event >/dev/null
+  # componentize-qjs (same package) is not used: its --sync runtime has no console or stdio,
+  # and its default runtime needs the component-model async ABI. See docs/writing-an-exporter.md.
+}
+
+langs=("$@")
+[ ${#langs[@]} -eq 0 ] && langs=(rust c python js)
+for lang in "${langs[@]}"; do
+  case "$lang" in
+    rust) build_rust ;;
+    c) build_c ;;
+    python) build_python ;;
+    js) build_js ;;
+    *) echo "unknown language $lang (rust c python js)" >&2; exit 2 ;;
+  esac
+done
+ls -la "$dist"

@@ -1,0 +1,150 @@
+//! `lens check FILE.wasm`: what an exporter author runs before shipping.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use lens::config::{EnvGrant, WasmExporterSpec, WasmPreopen};
+use lens::wasm::conformance::check;
+
+use super::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The component to check.
+    file: PathBuf,
+    /// A setting handed to the guest's `init` (repeatable), e.g. `--setting path=/out/x.jsonl`.
+    #[arg(long = "setting", value_name = "KEY=VALUE")]
+    settings: Vec<String>,
+    /// Pre-open a host directory (repeatable): `HOST:GUEST` read-only, `HOST:GUEST:rw` writable.
+    #[arg(long = "preopen", value_name = "HOST:GUEST[:rw]")]
+    preopens: Vec<String>,
+    /// An environment variable the guest sees (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    env: Vec<String>,
+    /// A host the guest may call over wasi:http (repeatable), `host` or `host:port`.
+    #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
+    allowed_hosts: Vec<String>,
+    /// Deadline of one guest call, milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    call_timeout_ms: u64,
+    /// Linear memory cap, MiB.
+    #[arg(long, default_value_t = lens::wasm::DEFAULT_MEMORY_LIMIT_MIB)]
+    memory_limit_mib: u64,
+}
+
+fn pair(s: &str, what: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("{what} `{s}` is not KEY=VALUE"))
+}
+
+fn spec(args: &CheckArgs) -> Result<WasmExporterSpec, String> {
+    let mut preopens = Vec::new();
+    for p in &args.preopens {
+        let parts: Vec<&str> = p.split(':').collect();
+        let (host, guest, read_only) = match parts.as_slice() {
+            [h, g] => (h, g, true),
+            [h, g, "rw"] => (h, g, false),
+            _ => {
+                return Err(format!(
+                    "--preopen `{p}` is not HOST:GUEST or HOST:GUEST:rw"
+                ));
+            }
+        };
+        preopens.push(WasmPreopen {
+            host: PathBuf::from(host),
+            guest: guest.to_string(),
+            read_only,
+        });
+    }
+    Ok(WasmExporterSpec {
+        name: Some("check".into()),
+        path: args.file.clone(),
+        settings: args
+            .settings
+            .iter()
+            .map(|s| pair(s, "--setting"))
+            .collect::<Result<_, _>>()?,
+        env: args
+            .env
+            .iter()
+            .map(|s| pair(s, "--env").map(|(k, v)| (k, EnvGrant::Value(v))))
+            .collect::<Result<_, _>>()?,
+        preopens,
+        allowed_hosts: args.allowed_hosts.clone(),
+        call_timeout_ms: Some(args.call_timeout_ms),
+        memory_limit_mib: Some(args.memory_limit_mib),
+        ..Default::default()
+    })
+}
+
+pub fn run(args: CheckArgs) -> ExitCode {
+    let spec = match spec(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let report = match check(&spec) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    println!("{}", args.file.display());
+    println!(
+        "  size          {} bytes, sha256 {}",
+        report.size, report.sha256
+    );
+    println!("  world         lens:exporter/exporter@0.1.0 (valid)");
+    println!("  encoding      {}", report.encoding.unwrap_or("-"));
+    println!(
+        "  cold compile  {:.1} ms",
+        report.cold_compile.as_secs_f64() * 1e3
+    );
+    println!(
+        "  cached load   {:.1} ms{}",
+        report.cached_load.as_secs_f64() * 1e3,
+        if report.cache_hit {
+            ""
+        } else {
+            " (not served from the cache)"
+        }
+    );
+    println!("  capabilities  (what it imports; each needs a grant in the config to do anything)");
+    for (group, imports) in &report.capabilities {
+        println!("    {group:<12} {}", imports.join(", "));
+    }
+    println!("  conformance");
+    for c in &report.cases {
+        match &c.outcome {
+            Ok(_) => println!("    ok    {}", c.name),
+            Err(e) => println!("    FAIL  {}: {e}", c.name),
+        }
+    }
+    if let Some(ns) = report.per_span_ns {
+        println!(
+            "  per-span cost {:.2} µs (10k spans, batches of 512)",
+            ns / 1e3
+        );
+    }
+    println!(
+        "  peak memory   {:.1} MiB",
+        report.peak_memory_bytes as f64 / (1 << 20) as f64
+    );
+    let failures = report.failures();
+    if failures.is_empty() {
+        println!("PASS");
+        ExitCode::SUCCESS
+    } else {
+        println!(
+            "FAIL: {} of {} checks failed",
+            failures.len(),
+            report.cases.len()
+        );
+        ExitCode::from(EXIT_RUN_FAILED)
+    }
+}

@@ -1,0 +1,204 @@
+//! `lens check`: every example guest passes; broken guests fail with clear messages.
+
+mod common;
+
+use std::process::Command;
+
+fn check(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lens"))
+        .arg("check")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_builtin_jsonl_exporter_passes_writing_to_a_preopened_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = lens::wasm::builtin::write_jsonl_exporter(dir.path()).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let preopen = format!("{}:/out:rw", out.display());
+    let (code, stdout, stderr) = check(&[
+        wasm.to_str().unwrap(),
+        "--preopen",
+        &preopen,
+        "--setting",
+        "path=/out/spans.jsonl",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for expected in [
+        "  encoding      typed",
+        "    ok    empty batch",
+        "    ok    10k spans in batches of 512",
+        "    ok    shutdown, then an export fails cleanly",
+        "PASS",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing `{expected}` in:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("    files        wasi:filesystem/"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("not served from the cache"), "{stdout}");
+    // one empty batch, 1 + 1 + 1 + 2 spans, 10240 spans
+    let lines = std::fs::read_to_string(out.join("spans.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(lines, 1 + 1 + 1 + 2 + 10_240);
+}
+
+#[test]
+fn the_recorder_passes_in_the_otlp_encoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let preopen = format!("{}:/out:rw", dir.path().display());
+    let (code, stdout, _) = check(&[
+        lens_test_guests::RECORDER,
+        "--preopen",
+        &preopen,
+        "--setting",
+        "out=/out/r.jsonl",
+        "--setting",
+        "encoding=otlp",
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("  encoding      otlp-protobuf"), "{stdout}");
+}
+
+#[test]
+fn a_guest_returning_errors_fails_with_the_list_of_failures() {
+    let (code, stdout, _) = check(&[lens_test_guests::HOSTILE, "--setting", "mode=huge-error"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("    FAIL  empty batch: Operation failed: wasm exporter `check`: EEEE"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("more bytes]"), "{stdout}");
+    assert!(stdout.contains("    FAIL  shutdown, then an export fails cleanly: the guest accepted an export after shutdown") || stdout.contains("    ok    shutdown, then an export fails cleanly"), "{stdout}");
+    assert!(stdout.trim_end().ends_with("checks failed"), "{stdout}");
+}
+
+#[test]
+fn a_looping_guest_fails_on_its_deadline() {
+    let (code, stdout, _) = check(&[
+        lens_test_guests::HOSTILE,
+        "--setting",
+        "mode=loop",
+        "--call-timeout-ms",
+        "200",
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("    FAIL  one span: Operation failed: wasm exporter `check`: deadline"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_guest_accepting_exports_after_shutdown_is_caught() {
+    // `panic-on-boom` answers Ok to everything, also after shutdown.
+    let (code, stdout, _) = check(&[lens_test_guests::HOSTILE, "--setting", "mode=panic-on-boom"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("    FAIL  shutdown, then an export fails cleanly: the guest accepted an export after shutdown"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("FAIL: 1 of 9 checks failed"), "{stdout}");
+}
+
+#[test]
+fn a_file_that_does_not_load_exits_2() {
+    let (code, _, stderr) = check(&["/nonexistent/exporter.wasm"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr.trim(),
+        "error: wasm exporter `check` (/nonexistent/exporter.wasm): file not found"
+    );
+}
+
+fn dist(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("guest-examples/dist")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run guest-examples/build.sh first",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// `lens check` on an example writing JSON lines into a pre-opened directory.
+fn passes_with_a_file(wasm: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let preopen = format!("{}:/out:rw", dir.path().display());
+    let (code, stdout, stderr) = check(&[
+        wasm,
+        "--preopen",
+        &preopen,
+        "--setting",
+        "path=/out/spans.jsonl",
+        "--call-timeout-ms",
+        "30000",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.trim_end().ends_with("PASS"), "{stdout}");
+    let lines = std::fs::read_to_string(dir.path().join("spans.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(lines, 1 + 1 + 1 + 2 + 10_240, "{wasm}");
+    stdout
+}
+
+#[test]
+fn the_c_example_passes() {
+    passes_with_a_file(&dist("c-jsonl.wasm"));
+}
+
+#[test]
+fn the_python_example_passes() {
+    let stdout = passes_with_a_file(&dist("python-jsonl.wasm"));
+    assert!(
+        stdout.contains("    files        wasi:filesystem/"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_javascript_example_passes() {
+    let (code, stdout, stderr) = check(&[&dist("js-jsonl.wasm"), "--call-timeout-ms", "30000"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        !stdout.contains("    http "),
+        "built with -d http: {stdout}"
+    );
+}
+
+#[test]
+fn the_rust_vendor_example_passes_against_a_real_collector() {
+    let collector = common::Collector::start_quiet();
+    let authority = format!("127.0.0.1:{}", collector.http_port);
+    let endpoint = format!("endpoint=http://{authority}/v1/traces");
+    let (code, stdout, stderr) = check(&[
+        env!("LENS_EXAMPLE_VENDOR_HTTP_WASM"),
+        "--setting",
+        &endpoint,
+        "--allow-host",
+        &authority,
+        "--env",
+        "VENDOR_API_KEY=k",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("  encoding      otlp-protobuf"), "{stdout}");
+    assert!(stdout.contains("    http         wasi:http/"), "{stdout}");
+}

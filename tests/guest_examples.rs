@@ -1,0 +1,109 @@
+//! The example exporters in guest-examples/, end to end.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::Collector;
+use lens::config::{EnvGrant, ExporterSpec, SignalConfig, WasmExporterSpec};
+use lens::opentelemetry::KeyValue;
+use lens::opentelemetry::trace::{Span, Tracer};
+use lens::{LensConfig, Telemetry};
+
+const VENDOR: &str = env!("LENS_EXAMPLE_VENDOR_HTTP_WASM");
+
+fn vendor_config(port: u16, allowed: Vec<String>) -> LensConfig {
+    LensConfig {
+        service_name: "vendor-e2e".into(),
+        run_id: "v".into(),
+        metrics_enabled: false,
+        traces: SignalConfig {
+            exporters: vec![ExporterSpec::Wasm(WasmExporterSpec {
+                name: Some("vendor".into()),
+                path: VENDOR.into(),
+                allowed_hosts: allowed,
+                env: [(
+                    "VENDOR_API_KEY".to_string(),
+                    EnvGrant::Value("s3cret".into()),
+                )]
+                .into(),
+                settings: [(
+                    "endpoint".to_string(),
+                    format!("http://127.0.0.1:{port}/v1/traces"),
+                )]
+                .into(),
+                call_timeout_ms: Some(3000),
+                ..Default::default()
+            })],
+        },
+        ..Default::default()
+    }
+}
+
+#[test]
+fn vendor_http_guest_delivers_otlp_to_a_real_collector() {
+    let collector = Collector::start();
+    let port = collector.http_port;
+    let handle = Telemetry::builder(vendor_config(port, vec![format!("127.0.0.1:{port}")]))
+        .rank(1)
+        .world_size(2)
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap();
+    let tracer = handle.tracer("trainer");
+    for step in 0..3 {
+        let mut s = tracer.start("vendor_step");
+        s.set_attribute(KeyValue::new("step", step));
+        s.set_attribute(KeyValue::new("dataset", "pretraining"));
+        s.end();
+    }
+    handle.force_flush(Duration::from_secs(10)).unwrap();
+    let out = collector.wait_for("three vendor_step spans", |o| {
+        Collector::span_names(o)
+            .iter()
+            .filter(|n| *n == "vendor_step")
+            .count()
+            == 3
+    });
+    for expected in [
+        "service.name: Str(vendor-e2e)",
+        "dl.rank: Int(1)",
+        "step: Int(2)",
+        "dataset: Str(pretraining)",
+    ] {
+        assert!(
+            out.contains(expected),
+            "collector output lacks `{expected}`:\n{out}"
+        );
+    }
+    handle.shutdown(Duration::from_secs(10)).unwrap();
+    let e = handle.stats().exporters[0].clone();
+    assert_eq!((e.exported, e.dropped()), (3, 0), "{e:?}");
+}
+
+#[test]
+fn vendor_http_guest_without_the_host_granted_is_denied_and_counts_drops() {
+    let collector = Collector::start();
+    let handle = Telemetry::builder(vendor_config(collector.http_port, Vec::new()))
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap();
+    handle.tracer("t").start("never_arrives").end();
+    let err = handle
+        .force_flush(Duration::from_secs(10))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is not in allowed_hosts"), "{err}");
+    handle.shutdown(Duration::from_secs(10)).ok();
+    let e = handle.stats().exporters[0].clone();
+    assert_eq!(
+        (e.exported, e.dropped_export_failed, e.guest_errors),
+        (0, 1, 1),
+        "{e:?}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!Collector::span_names(&collector.output()).contains(&"never_arrives".to_string()));
+}
