@@ -125,18 +125,6 @@ fn a_file_that_does_not_load_exits_2() {
     );
 }
 
-fn dist(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("guest-examples/dist")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: run guest-examples/build.sh first",
-        path.display()
-    );
-    path.display().to_string()
-}
-
 /// `lens check` on an example writing JSON lines into a pre-opened directory.
 fn passes_with_a_file(wasm: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
@@ -162,12 +150,12 @@ fn passes_with_a_file(wasm: &str) -> String {
 
 #[test]
 fn the_c_example_passes() {
-    passes_with_a_file(&dist("c-jsonl.wasm"));
+    passes_with_a_file(common::dist("c-jsonl.wasm").to_str().unwrap());
 }
 
 #[test]
 fn the_python_example_passes() {
-    let stdout = passes_with_a_file(&dist("python-jsonl.wasm"));
+    let stdout = passes_with_a_file(common::dist("python-jsonl.wasm").to_str().unwrap());
     assert!(
         stdout.contains("    files        wasi:filesystem/"),
         "{stdout}"
@@ -176,7 +164,11 @@ fn the_python_example_passes() {
 
 #[test]
 fn the_javascript_example_passes() {
-    let (code, stdout, stderr) = check(&[&dist("js-jsonl.wasm"), "--call-timeout-ms", "30000"]);
+    let (code, stdout, stderr) = check(&[
+        common::dist("js-jsonl.wasm").to_str().unwrap(),
+        "--call-timeout-ms",
+        "30000",
+    ]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(
         !stdout.contains("    http "),

@@ -15,18 +15,6 @@ use lens::opentelemetry::{Array, KeyValue, StringValue, Value};
 use lens::{LensConfig, Telemetry};
 use serde_json::Value as Json;
 
-fn dist(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("guest-examples/dist")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: run guest-examples/build.sh first",
-        path.display()
-    );
-    path
-}
-
 enum Output {
     /// The guest writes to `/out/guest-{dl.rank}.jsonl`.
     File,
@@ -165,20 +153,20 @@ fn builtin_rust_guest_matches_native() {
 
 #[test]
 fn rust_guest_matches_native() {
-    same_as_native("rust", dist("rust-jsonl.wasm"), Output::File);
+    same_as_native("rust", common::dist("rust-jsonl.wasm"), Output::File);
 }
 
 #[test]
 fn c_guest_matches_native() {
-    same_as_native("c", dist("c-jsonl.wasm"), Output::File);
+    same_as_native("c", common::dist("c-jsonl.wasm"), Output::File);
 }
 
 #[test]
 fn python_guest_matches_native() {
-    same_as_native("python", dist("python-jsonl.wasm"), Output::File);
+    same_as_native("python", common::dist("python-jsonl.wasm"), Output::File);
 }
 
 #[test]
 fn javascript_guest_matches_native() {
-    same_as_native("js", dist("js-jsonl.wasm"), Output::Stdout);
+    same_as_native("js", common::dist("js-jsonl.wasm"), Output::Stdout);
 }

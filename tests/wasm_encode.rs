@@ -1,12 +1,14 @@
 //! The `lens:exporter` batch encodings, checked against the spans the in-memory exporter saw.
 
+mod common;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
 use lens::opentelemetry::trace::{
     Link, Span, SpanKind, Status, TraceContextExt, Tracer, TracerProvider,
 };
-use lens::opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
+use lens::opentelemetry::{InstrumentationScope, KeyValue};
 use lens::opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
 use lens::wasm::bindings::types as wit;
 use lens::wasm::encode::{otlp_batch, resource, typed_batch};
@@ -38,23 +40,7 @@ fn sample_spans() -> (Vec<SpanData>, lens::opentelemetry_sdk::Resource) {
     tracer.in_span("step ✓ 步骤", |cx| {
         let parent = cx.span().span_context().clone();
         let span = cx.span();
-        span.set_attribute(KeyValue::new("s", "ünïcødé"));
-        span.set_attribute(KeyValue::new("b", true));
-        span.set_attribute(KeyValue::new("i", -42i64));
-        span.set_attribute(KeyValue::new("f", 0.5));
-        span.set_attribute(KeyValue::new(
-            "sa",
-            Value::Array(Array::String(vec![
-                StringValue::from("a"),
-                StringValue::from("b"),
-            ])),
-        ));
-        span.set_attribute(KeyValue::new(
-            "ba",
-            Value::Array(Array::Bool(vec![true, false])),
-        ));
-        span.set_attribute(KeyValue::new("ia", Value::Array(Array::I64(vec![1, 2, 3]))));
-        span.set_attribute(KeyValue::new("fa", Value::Array(Array::F64(vec![1.5]))));
+        common::set_every_value_type(&span);
         span.add_event("loss-spike", vec![KeyValue::new("loss", 9.5)]);
         span.set_status(Status::error("nan loss"));
         let mut ck = scoped
@@ -110,11 +96,11 @@ fn typed_encoding_groups_by_scope_and_keeps_every_field() {
     assert!(matches!(attr("s"), Some(wit::Value::String(s)) if s == "ünïcødé"));
     assert!(matches!(attr("b"), Some(wit::Value::Bool(true))));
     assert!(matches!(attr("i"), Some(wit::Value::S64(-42))));
-    assert!(matches!(attr("f"), Some(wit::Value::F64(f)) if f == 0.5));
-    assert!(matches!(attr("sa"), Some(wit::Value::StringArray(a)) if a == ["a", "b"]));
-    assert!(matches!(attr("ba"), Some(wit::Value::BoolArray(a)) if a == [true, false]));
-    assert!(matches!(attr("ia"), Some(wit::Value::S64Array(a)) if a == [1, 2, 3]));
-    assert!(matches!(attr("fa"), Some(wit::Value::F64Array(a)) if a == [1.5]));
+    assert!(matches!(attr("f"), Some(wit::Value::F64(f)) if f == 0.25));
+    assert!(matches!(attr("sa"), Some(wit::Value::StringArray(a)) if a == ["a", ""]));
+    assert!(matches!(attr("ba"), Some(wit::Value::BoolArray(a)) if a == [false, true]));
+    assert!(matches!(attr("ia"), Some(wit::Value::S64Array(a)) if a == [i64::MIN, 0, i64::MAX]));
+    assert!(matches!(attr("fa"), Some(wit::Value::F64Array(a)) if a == [-1.5, 1e300]));
     assert_eq!(step.events.len(), 1);
     assert_eq!(step.events[0].name, "loss-spike");
     assert!(matches!(&step.status, wit::Status::Error(m) if m == "nan loss"));

@@ -11,7 +11,7 @@ use lens::config::{EnvGrant, ExporterSpec, SignalConfig, WasmExporterSpec, WasmP
 use lens::opentelemetry::trace::{
     Link, Span, SpanKind, Status, TraceContextExt, Tracer, TracerProvider,
 };
-use lens::opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
+use lens::opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::error::OTelSdkResult;
 use lens::opentelemetry_sdk::trace::{SpanData, SpanExporter};
@@ -94,29 +94,7 @@ fn produce(handle: &TelemetryHandle, bulk: usize) {
     tracer.in_span("step ✓ 步骤 🚀", |cx| {
         let span = cx.span();
         let parent = span.span_context().clone();
-        span.set_attribute(KeyValue::new("s", "ünïcødé"));
-        span.set_attribute(KeyValue::new("b", true));
-        span.set_attribute(KeyValue::new("i", -42i64));
-        span.set_attribute(KeyValue::new("f", 0.25));
-        span.set_attribute(KeyValue::new(
-            "sa",
-            Value::Array(Array::String(vec![
-                StringValue::from("a"),
-                StringValue::from(""),
-            ])),
-        ));
-        span.set_attribute(KeyValue::new(
-            "ba",
-            Value::Array(Array::Bool(vec![false, true])),
-        ));
-        span.set_attribute(KeyValue::new(
-            "ia",
-            Value::Array(Array::I64(vec![i64::MIN, 0, i64::MAX])),
-        ));
-        span.set_attribute(KeyValue::new(
-            "fa",
-            Value::Array(Array::F64(vec![-1.5, 1e300])),
-        ));
+        common::set_every_value_type(&span);
         span.add_event("loss-spike", vec![KeyValue::new("loss", 9.5)]);
         span.set_status(Status::error("nan loss"));
         let mut save = other

@@ -190,3 +190,39 @@ impl CaptureLog {
             .collect()
     }
 }
+
+/// Sets one attribute of every value type (with edge values) on `span`.
+pub fn set_every_value_type(span: &lens::opentelemetry::trace::SpanRef<'_>) {
+    use lens::opentelemetry::{Array, KeyValue, StringValue, Value};
+    span.set_attribute(KeyValue::new("s", "ünïcødé"));
+    span.set_attribute(KeyValue::new("b", true));
+    span.set_attribute(KeyValue::new("i", -42i64));
+    span.set_attribute(KeyValue::new("f", 0.25));
+    let strings = vec![StringValue::from("a"), StringValue::from("")];
+    span.set_attribute(KeyValue::new("sa", Value::Array(Array::String(strings))));
+    span.set_attribute(KeyValue::new(
+        "ba",
+        Value::Array(Array::Bool(vec![false, true])),
+    ));
+    span.set_attribute(KeyValue::new(
+        "ia",
+        Value::Array(Array::I64(vec![i64::MIN, 0, i64::MAX])),
+    ));
+    span.set_attribute(KeyValue::new(
+        "fa",
+        Value::Array(Array::F64(vec![-1.5, 1e300])),
+    ));
+}
+
+/// A component built by `guest-examples/build.sh`.
+pub fn dist(name: &str) -> std::path::PathBuf {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("guest-examples/dist")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run guest-examples/build.sh first",
+        path.display()
+    );
+    path
+}

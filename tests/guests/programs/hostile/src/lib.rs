@@ -62,7 +62,11 @@ impl Guest for Hostile {
         if s.mode == "refuse-init" {
             return Err("this exporter refuses to start".into());
         }
-        Ok(Encoding::Typed)
+        match get("encoding").as_deref() {
+            None | Some("typed") => Ok(Encoding::Typed),
+            Some("otlp") => Ok(Encoding::OtlpProtobuf),
+            Some(other) => Err(format!("unknown encoding `{other}`")),
+        }
     }
 
     fn export(batch: Batch) -> Result<(), String> {
@@ -94,6 +98,8 @@ impl Guest for Hostile {
                     hoard.push(std::hint::black_box(vec![7u8; 1 << 20]));
                 }
             }
+            // Accepts everything and does nothing: the pure cost of crossing the boundary.
+            "noop" => Ok(()),
             "panic-on-boom" => {
                 if names.iter().any(|n| n == "boom") {
                     panic!("a span named boom");

@@ -1,0 +1,478 @@
+//! Lens benchmarks, every figure a ratio against a baseline measured in the same run.
+//!
+//! `cargo bench --bench pipeline` (after `guest-examples/build.sh` and
+//! `pip install -r benches/requirements.txt`) writes `docs/benchmarks.md` and
+//! `docs/benchmarks.svg`. `-- --quick` runs smaller loops.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lens::config::{ExporterSpec, SignalConfig, WasmExporterSpec, WasmPreopen};
+use lens::exporter::jsonl_file::JsonLinesFileExporter;
+use lens::opentelemetry::KeyValue;
+use lens::opentelemetry::trace::{Span, Tracer, TracerProvider};
+use lens::opentelemetry_sdk::error::OTelSdkResult;
+use lens::opentelemetry_sdk::trace::{Sampler, SdkTracerProvider, SpanData, SpanExporter};
+use lens::wasm::WasmSpanExporter;
+use lens::{LensConfig, Telemetry, TelemetryHandle};
+
+#[derive(Debug, Default, Clone)]
+struct Noop;
+
+impl SpanExporter for Noop {
+    async fn export(&self, _batch: Vec<SpanData>) -> OTelSdkResult {
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct Collect(Arc<Mutex<Vec<SpanData>>>);
+
+impl SpanExporter for Collect {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.lock().unwrap().extend(batch);
+        Ok(())
+    }
+}
+
+/// The benchmark's span: start, 4 attributes, end.
+fn one_span<T: Tracer>(tracer: &T, i: i64) {
+    let mut s = tracer.start("step");
+    s.set_attribute(KeyValue::new("step", i));
+    s.set_attribute(KeyValue::new("loss", 1.0 / (1.0 + i as f64)));
+    s.set_attribute(KeyValue::new("phase", "train"));
+    s.set_attribute(KeyValue::new("ok", true));
+    s.end();
+}
+
+fn ns_per_span(n: usize, mut f: impl FnMut(i64)) -> f64 {
+    let started = Instant::now();
+    for i in 0..n as i64 {
+        f(i);
+    }
+    started.elapsed().as_nanos() as f64 / n as f64
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn dist(name: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("guest-examples/dist")
+        .join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run guest-examples/build.sh",
+        p.display()
+    );
+    p
+}
+
+fn lens_rank(config: LensConfig, rank: u32, world: u32) -> TelemetryHandle {
+    Telemetry::builder(config)
+        .rank(rank)
+        .world_size(world)
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap()
+}
+
+fn wasm_config(spec: WasmExporterSpec) -> LensConfig {
+    LensConfig {
+        run_id: "bench".into(),
+        metrics_enabled: false,
+        traces: SignalConfig {
+            exporters: vec![ExporterSpec::Wasm(spec)],
+        },
+        ..Default::default()
+    }
+}
+
+fn jsonl_spec(wasm: PathBuf, dir: &Path) -> WasmExporterSpec {
+    WasmExporterSpec {
+        name: Some("jsonl".into()),
+        path: wasm,
+        preopens: vec![WasmPreopen {
+            host: dir.into(),
+            guest: "/out".into(),
+            read_only: false,
+        }],
+        settings: [("path".to_string(), "/out/spans.jsonl".to_string())].into(),
+        call_timeout_ms: Some(60_000),
+        ..Default::default()
+    }
+}
+
+fn noop_spec(encoding: &str) -> WasmExporterSpec {
+    WasmExporterSpec {
+        name: Some("noop".into()),
+        path: lens_test_guests::HOSTILE.into(),
+        settings: [
+            ("mode".to_string(), "noop".to_string()),
+            ("encoding".to_string(), encoding.to_string()),
+        ]
+        .into(),
+        call_timeout_ms: Some(60_000),
+        ..Default::default()
+    }
+}
+
+struct Row {
+    group: &'static str,
+    name: String,
+    value: f64,
+    unit: &'static str,
+    ratio: Option<(f64, &'static str)>,
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rows: Vec<Row> = Vec::new();
+
+    // 1. Application-thread cost per span.
+    let n = if quick { 20_000 } else { 200_000 };
+    let runs = 5;
+    let builtin = lens::wasm::builtin::write_jsonl_exporter(tmp.path()).unwrap();
+    let raw_noop = SdkTracerProvider::builder()
+        .with_batch_exporter(Noop)
+        .build();
+    let raw_off = SdkTracerProvider::builder()
+        .with_sampler(Sampler::AlwaysOff)
+        .build();
+    let with_wasm = lens_rank(wasm_config(jsonl_spec(builtin.clone(), tmp.path())), 0, 1);
+    let mut sampled_out = wasm_config(jsonl_spec(builtin.clone(), tmp.path()));
+    sampled_out.sampler_enabled = true;
+    sampled_out.export_sample_rate = 0.5; // rank 0 hashes to 0.785: dropped
+    let sampled_out = lens_rank(sampled_out, 0, 8);
+    assert!(!sampled_out.sampler_keeps());
+    let mut not_exporting = wasm_config(jsonl_spec(builtin.clone(), tmp.path()));
+    not_exporting.export_strategy = "single_rank".into();
+    let not_exporting = lens_rank(not_exporting, 1, 8);
+    assert!(!not_exporting.is_exporting());
+    let (t_raw_noop, t_raw_off) = (raw_noop.tracer("bench"), raw_off.tracer("bench"));
+    let (t_wasm, t_sampled, t_off) = (
+        with_wasm.tracer("bench"),
+        sampled_out.tracer("bench"),
+        not_exporting.tracer("bench"),
+    );
+    let mut samples: HashMap<&str, Vec<f64>> = HashMap::new();
+    for _ in 0..runs {
+        samples
+            .entry("raw_noop")
+            .or_default()
+            .push(ns_per_span(n, |i| one_span(&t_raw_noop, i)));
+        samples
+            .entry("wasm")
+            .or_default()
+            .push(ns_per_span(n, |i| one_span(&t_wasm, i)));
+        samples
+            .entry("raw_off")
+            .or_default()
+            .push(ns_per_span(n, |i| one_span(&t_raw_off, i)));
+        samples
+            .entry("sampled")
+            .or_default()
+            .push(ns_per_span(n, |i| one_span(&t_sampled, i)));
+        samples
+            .entry("off")
+            .or_default()
+            .push(ns_per_span(n, |i| one_span(&t_off, i)));
+    }
+    let m = |k: &str| median(samples[k].clone());
+    let app = "Application thread, ns per span (start, 4 attributes, end)";
+    rows.push(Row {
+        group: app,
+        name: "raw SDK + no-op exporter (baseline)".into(),
+        value: m("raw_noop"),
+        unit: "ns",
+        ratio: None,
+    });
+    rows.push(Row {
+        group: app,
+        name: "Lens rank with the wasm JSON-lines exporter".into(),
+        value: m("wasm"),
+        unit: "ns",
+        ratio: Some((m("wasm") / m("raw_noop"), "× raw SDK + no-op")),
+    });
+    rows.push(Row {
+        group: app,
+        name: "raw SDK AlwaysOff (baseline)".into(),
+        value: m("raw_off"),
+        unit: "ns",
+        ratio: None,
+    });
+    rows.push(Row {
+        group: app,
+        name: "Lens rank dropped by the rank-aware sampler".into(),
+        value: m("sampled"),
+        unit: "ns",
+        ratio: Some((m("sampled") / m("raw_off"), "× raw AlwaysOff")),
+    });
+    rows.push(Row {
+        group: app,
+        name: "Lens non-exporting rank (no-op providers)".into(),
+        value: m("off"),
+        unit: "ns",
+        ratio: Some((m("off") / m("raw_off"), "× raw AlwaysOff")),
+    });
+    let dropped = with_wasm.stats().exporters[0].dropped_queue_full;
+    for h in [with_wasm, sampled_out, not_exporting] {
+        let _ = h.shutdown(Duration::from_secs(60));
+    }
+    let _ = raw_noop.shutdown();
+
+    // 2. Export throughput through the exporter, batches of 512, spans made beforehand.
+    let batches = if quick { 20 } else { 100 };
+    let sink = Collect::default();
+    let maker = SdkTracerProvider::builder()
+        .with_simple_exporter(sink.clone())
+        .build();
+    let tracer = maker.tracer("bench");
+    for i in 0..512 {
+        one_span(&tracer, i);
+    }
+    let batch = sink.0.lock().unwrap().clone();
+    let throughput = |e: &dyn Fn(Vec<SpanData>)| -> f64 {
+        e(batch.clone()); // warm up (first instance, caches)
+        let started = Instant::now();
+        for _ in 0..batches {
+            e(batch.clone());
+        }
+        (batches * batch.len()) as f64 / started.elapsed().as_secs_f64()
+    };
+    let native = JsonLinesFileExporter::create(tmp.path().join("native.jsonl")).unwrap();
+    let native_rate = throughput(&|b| futures_executor::block_on(native.export(b)).unwrap());
+    let thr = "Export throughput, spans per second (batches of 512)";
+    rows.push(Row {
+        group: thr,
+        name: "native Rust JSON-lines exporter (the limit)".into(),
+        value: native_rate,
+        unit: "spans/s",
+        ratio: None,
+    });
+    let resource = lens::opentelemetry_sdk::Resource::builder_empty().build();
+    let mut guests: Vec<(String, WasmExporterSpec)> = vec![
+        (
+            "Rust JSON-lines guest (typed)".into(),
+            jsonl_spec(builtin.clone(), tmp.path()),
+        ),
+        ("no-op guest, typed".into(), noop_spec("typed")),
+        ("no-op guest, OTLP bytes".into(), noop_spec("otlp")),
+        (
+            "C JSON-lines guest (typed)".into(),
+            jsonl_spec(dist("c-jsonl.wasm"), tmp.path()),
+        ),
+        (
+            "Python JSON-lines guest (typed)".into(),
+            jsonl_spec(dist("python-jsonl.wasm"), tmp.path()),
+        ),
+    ];
+    let mut js = jsonl_spec(dist("js-jsonl.wasm"), tmp.path());
+    js.settings.clear();
+    js.forward_stdio = Some(false);
+    guests.push(("JavaScript JSON-lines guest (typed, stdout)".into(), js));
+    let mut boundary = Vec::new();
+    let mut memory = Vec::new();
+    for (name, spec) in &guests {
+        let (e, stats) = WasmSpanExporter::from_config("bench", spec, &resource).unwrap();
+        let rate = throughput(&|b| futures_executor::block_on(e.export(b)).unwrap());
+        let _ = e.shutdown();
+        rows.push(Row {
+            group: thr,
+            name: name.clone(),
+            value: rate,
+            unit: "spans/s",
+            ratio: Some((native_rate / rate, "× slower than native")),
+        });
+        if name.starts_with("no-op") {
+            boundary.push((name.clone(), 1e6 / rate));
+        }
+        memory.push((name.clone(), stats.snapshot().peak_memory_bytes));
+    }
+    let bnd = "No-op guest boundary cost, µs per span at batch 512";
+    for (name, us) in boundary {
+        rows.push(Row {
+            group: bnd,
+            name,
+            value: us,
+            unit: "µs",
+            ratio: None,
+        });
+    }
+
+    // 3. The seed's stack vs a Python guest under Lens, end to end (N spans into a file).
+    let n_py = if quick { 5_000 } else { 50_000 };
+    let py_out = tmp.path().join("python-sdk.jsonl");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/python_sdk_baseline.py");
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(n_py.to_string())
+        .arg(&py_out)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{} (pip install -r benches/requirements.txt)",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let py: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let py_rate = py["spans_per_second"].as_f64().unwrap();
+    let mut cfg = wasm_config(jsonl_spec(dist("python-jsonl.wasm"), tmp.path()));
+    cfg.batch.max_queue_size = n_py;
+    let handle = lens_rank(cfg, 0, 1);
+    let tracer = handle.tracer("bench");
+    let started = Instant::now();
+    for i in 0..n_py as i64 {
+        one_span(&tracer, i);
+    }
+    handle.force_flush(Duration::from_secs(600)).unwrap();
+    let lens_py_rate = n_py as f64 / started.elapsed().as_secs_f64();
+    let e2e = "End to end: N spans from the application into a JSON-lines file, spans per second";
+    rows.push(Row {
+        group: e2e,
+        name: "Python SDK + BatchSpanProcessor + Python exporter (the seed)".into(),
+        value: py_rate,
+        unit: "spans/s",
+        ratio: None,
+    });
+    rows.push(Row {
+        group: e2e,
+        name: "Lens + Python guest".into(),
+        value: lens_py_rate,
+        unit: "spans/s",
+        ratio: Some((lens_py_rate / py_rate, "× the seed")),
+    });
+    let _ = handle.shutdown(Duration::from_secs(60));
+
+    // 4. Start-up and memory per guest.
+    let st = "Start-up per guest: cold compile / cached load, ms";
+    let cold_engine = lens::wasm::engine::uncached_engine().unwrap();
+    let cached = lens::wasm::engine::engine(false).unwrap();
+    for (name, path) in [
+        ("Rust JSON-lines", builtin.clone()),
+        ("C JSON-lines", dist("c-jsonl.wasm")),
+        ("Python JSON-lines", dist("python-jsonl.wasm")),
+        ("JavaScript JSON-lines", dist("js-jsonl.wasm")),
+    ] {
+        let t = Instant::now();
+        lens::wasm::load(&path, None, &cold_engine).unwrap();
+        let cold = t.elapsed().as_secs_f64() * 1e3;
+        lens::wasm::load(&path, None, cached).unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let t = Instant::now();
+        lens::wasm::load(&path, None, cached).unwrap();
+        let warm = t.elapsed().as_secs_f64() * 1e3;
+        rows.push(Row {
+            group: st,
+            name: format!("{name}: cold"),
+            value: cold,
+            unit: "ms",
+            ratio: None,
+        });
+        rows.push(Row {
+            group: st,
+            name: format!("{name}: cached"),
+            value: warm,
+            unit: "ms",
+            ratio: Some((cold / warm, "× faster than cold")),
+        });
+    }
+    let mem = "Peak linear memory per exporter instance, MiB";
+    for (name, bytes) in memory {
+        rows.push(Row {
+            group: mem,
+            name,
+            value: bytes as f64 / (1 << 20) as f64,
+            unit: "MiB",
+            ratio: None,
+        });
+    }
+
+    write_report(&rows, quick, dropped);
+}
+
+fn write_report(rows: &[Row], quick: bool, dropped: u64) {
+    let mut md = String::new();
+    writeln!(md, "# Lens benchmarks\n").unwrap();
+    writeln!(
+        md,
+        "Produced by `cargo bench --bench pipeline{}` on this project's 2-core machine; every ratio \
+         is against a baseline measured in the same run. The machine is noisy: compare ratios, \
+         not absolute figures. Regenerate with the same command.\n",
+        if quick { " -- --quick" } else { "" }
+    )
+    .unwrap();
+    let mut group = "";
+    for r in rows {
+        if r.group != group {
+            group = r.group;
+            writeln!(
+                md,
+                "\n## {group}\n\n| configuration | value | ratio |\n|---|---:|---:|"
+            )
+            .unwrap();
+        }
+        let value = match r.unit {
+            "spans/s" => format!("{:.0} {}", r.value, r.unit),
+            _ => format!("{:.2} {}", r.value, r.unit),
+        };
+        let ratio = r
+            .ratio
+            .map(|(x, what)| format!("{x:.2} {what}"))
+            .unwrap_or_else(|| "—".into());
+        writeln!(md, "| {} | {value} | {ratio} |", r.name).unwrap();
+    }
+    writeln!(
+        md,
+        "\nThe application-thread figure for the wasm exporter includes its queue: the producer \
+         ran at full speed and the queue (16384) dropped {dropped} spans, each counted. \
+         ![throughput](benchmarks.svg)"
+    )
+    .unwrap();
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    std::fs::write(docs.join("benchmarks.md"), md).unwrap();
+    std::fs::write(docs.join("benchmarks.svg"), svg(rows)).unwrap();
+    println!(
+        "{}",
+        std::fs::read_to_string(docs.join("benchmarks.md")).unwrap()
+    );
+}
+
+/// A horizontal bar chart of the export throughputs (log scale).
+fn svg(rows: &[Row]) -> String {
+    let bars: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.unit == "spans/s" && r.group.starts_with("Export"))
+        .collect();
+    let max = bars.iter().map(|r| r.value).fold(1.0_f64, f64::max).log10();
+    let (w, row_h, left) = (900.0, 28.0, 330.0);
+    let h = 50.0 + row_h * bars.len() as f64;
+    let mut s = format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='12'>\
+         <text x='10' y='20' font-size='14'>Export throughput, spans/s (log scale, batches of 512)</text>"
+    );
+    for (i, r) in bars.iter().enumerate() {
+        let y = 35.0 + row_h * i as f64;
+        let len = (r.value.max(1.0).log10() / max) * (w - left - 120.0);
+        write!(
+            s,
+            "<text x='10' y='{}'>{}</text><rect x='{left}' y='{y}' width='{len:.1}' height='18' fill='#4a7fb5'/>\
+             <text x='{}' y='{}'>{:.0}</text>",
+            y + 13.0,
+            r.name.replace('&', "&amp;").replace('<', "&lt;"),
+            left + len + 6.0,
+            y + 13.0,
+            r.value
+        )
+        .unwrap();
+    }
+    s.push_str("</svg>\n");
+    s
+}
