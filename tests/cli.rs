@@ -265,3 +265,50 @@ fn a_crashed_rank_shows_in_the_summary_and_the_run_exits_1() {
     let finished: Vec<u64> = ranks.iter().map(|r| r["rank"].as_u64().unwrap()).collect();
     assert_eq!(finished, [0, 2]);
 }
+
+#[test]
+fn a_stress_run_at_full_speed_counts_every_span_and_reports_resources() {
+    let out = tempfile::tempdir().unwrap();
+    let result = lens()
+        .args([
+            "demo",
+            "--ranks",
+            "2",
+            "--nodes",
+            "1",
+            "--duration-s",
+            "2",
+            "--step-ms",
+            "0",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    for r in summary(out.path()) {
+        let (produced, exported, dropped) = (
+            r["produced"].as_u64().unwrap(),
+            r["exported"].as_u64().unwrap(),
+            r["dropped"].as_u64().unwrap(),
+        );
+        assert!(produced > 1000, "{r}");
+        assert_eq!(
+            exported + dropped,
+            produced,
+            "every span exported or counted: {r}"
+        );
+        let lines = std::fs::read_to_string(r["output"].as_str().unwrap())
+            .unwrap()
+            .lines()
+            .count() as u64;
+        assert_eq!(lines, exported, "{r}");
+        assert!(r["spans_per_second"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["cpu_seconds"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["max_rss_mib"].as_f64().unwrap() > 1.0, "{r}");
+    }
+}

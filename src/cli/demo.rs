@@ -43,6 +43,9 @@ pub struct DemoArgs {
     /// Make this rank abort half-way (to see how the launcher reports a crashed rank).
     #[arg(long)]
     crash_rank: Option<u32>,
+    /// Run each rank for this many seconds instead of `--steps` (a stress run with `--step-ms 0`).
+    #[arg(long)]
+    duration_s: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -59,6 +62,8 @@ pub struct RankArgs {
     out: PathBuf,
     #[arg(long)]
     crash_rank: Option<u32>,
+    #[arg(long)]
+    duration_s: Option<u64>,
 }
 
 /// What a rank reports at the end (one JSON line on its stdout).
@@ -75,6 +80,46 @@ pub struct RankSummary {
     pub latency_p99_us: u64,
     pub output: Option<String>,
     pub error: Option<String>,
+    /// Spans produced per second of the run.
+    pub spans_per_second: f64,
+    /// User + system CPU time of the rank process.
+    pub cpu_seconds: f64,
+    /// Peak resident memory of the rank process, MiB.
+    pub max_rss_mib: f64,
+    /// Resident memory after the first tenth of the run and at its end, MiB.
+    pub rss_early_mib: f64,
+    pub rss_end_mib: f64,
+}
+
+/// `(resident, peak resident)` MiB of this process, from /proc (0 elsewhere).
+fn rss_mib() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// User + system CPU seconds of this process, from /proc (0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime and stime are 14th and 15th.
+    let rest = stat.rsplit_once(") ").map(|(_, r)| r).unwrap_or("");
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // rest starts at field 3 (state is not numeric, so it is filtered out): utime = f[10], stime = f[11].
+    f.get(10)
+        .zip(f.get(11))
+        .map(|(u, s)| (u + s) / 100.0)
+        .unwrap_or(0.0)
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -146,11 +191,30 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
     let tokens = meter.u64_counter("train.tokens").build();
     let throughput = meter.f64_gauge("train.tokens_per_second").build();
     let tokens_per_step = 4096u64;
+    let started_run = Instant::now();
+    let deadline = args
+        .duration_s
+        .map(|d| started_run + Duration::from_secs(d));
+    let total_steps = if deadline.is_some() {
+        u64::MAX
+    } else {
+        args.steps
+    };
+    let mut rss_early = None;
     tracer.in_span("job", |job_cx| {
         job_cx
             .span()
             .set_attribute(KeyValue::new("job.steps", args.steps as i64));
-        for step in 1..=args.steps {
+        for step in 1..=total_steps {
+            if let Some(d) = deadline {
+                let now = Instant::now();
+                if now >= d {
+                    break;
+                }
+                if rss_early.is_none() && now >= started_run + (d - started_run) / 10 {
+                    rss_early = Some(rss_mib().0);
+                }
+            }
             let started = Instant::now();
             tracer.in_span("step", |cx| {
                 let span = cx.span();
@@ -182,6 +246,13 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
                 std::process::abort();
             }
             if step.is_multiple_of(10) || step == args.steps {
+                let step = if deadline.is_some() {
+                    (started_run.elapsed().as_secs_f64()
+                        / args.duration_s.unwrap_or(1).max(1) as f64
+                        * args.steps as f64) as u64
+                } else {
+                    step
+                };
                 emit(&RankMessage::Progress {
                     step,
                     spans: handle.stats().spans_produced,
@@ -196,7 +267,9 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
             let _ = std::fs::write(&metrics_path, lines.join("\n") + "\n");
         }
     }
+    let elapsed = started_run.elapsed().as_secs_f64();
     let shutdown = handle.shutdown(Duration::from_secs(10));
+    let (rss_end, max_rss) = rss_mib();
     let stats = handle.stats();
     let sum = |f: fn(&lens::ExporterSnapshot) -> u64| stats.exporters.iter().map(f).sum::<u64>();
     let max = |f: fn(&lens::ExporterSnapshot) -> Duration| {
@@ -220,6 +293,11 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
         latency_p99_us: max(|e| e.latency_p99),
         output: output.map(|p| p.display().to_string()),
         error: shutdown.err().map(|e| e.to_string()),
+        spans_per_second: stats.spans_produced as f64 / elapsed.max(1e-9),
+        cpu_seconds: cpu_seconds(),
+        max_rss_mib: max_rss,
+        rss_early_mib: rss_early.unwrap_or(rss_end),
+        rss_end_mib: rss_end,
     })
 }
 
@@ -285,6 +363,9 @@ pub fn run(args: DemoArgs) -> ExitCode {
         }
         if let Some(r) = args.crash_rank {
             cmd.args(["--crash-rank", &r.to_string()]);
+        }
+        if let Some(d) = args.duration_s {
+            cmd.args(["--duration-s", &d.to_string()]);
         }
         let bar = bars.add(
             ProgressBar::new(args.steps)
@@ -358,8 +439,18 @@ fn supervise(
 
 fn print_table(results: &[(u32, Result<RankSummary, String>)], out: &Path, elapsed: Duration) {
     println!(
-        "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>9}  {:>9}  output",
-        "rank", "exporting", "produced", "exported", "dropped", "restarts", "p50", "p99"
+        "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}  {:>6}  {:>7}  output",
+        "rank",
+        "exporting",
+        "produced",
+        "exported",
+        "dropped",
+        "restarts",
+        "p50",
+        "p99",
+        "spans/s",
+        "cpu s",
+        "rss MiB"
     );
     for (rank, r) in results {
         match r {
@@ -370,7 +461,7 @@ fn print_table(results: &[(u32, Result<RankSummary, String>)], out: &Path, elaps
                     (true, true) => "yes",
                 };
                 println!(
-                    "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>9}  {:>9}  {}{}",
+                    "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9.0}  {:>6.1}  {:>7.1}  {}{}",
                     s.rank,
                     exporting,
                     s.produced,
@@ -379,6 +470,9 @@ fn print_table(results: &[(u32, Result<RankSummary, String>)], out: &Path, elaps
                     s.restarts,
                     format!("{:.1}ms", s.latency_p50_us as f64 / 1000.0),
                     format!("{:.1}ms", s.latency_p99_us as f64 / 1000.0),
+                    s.spans_per_second,
+                    s.cpu_seconds,
+                    s.max_rss_mib,
                     s.output.as_deref().unwrap_or("-"),
                     s.error
                         .as_deref()
