@@ -917,3 +917,32 @@ fn lens_reports_its_own_health_as_metrics() {
     assert!(e.batches_failed > 0 && e.batches_exported > 0);
     handle.shutdown(T).unwrap();
 }
+
+/// Counts how often its `force_flush` is called.
+#[derive(Debug, Clone, Default)]
+struct FlushCounter(Arc<AtomicU64>);
+
+impl SpanExporter for FlushCounter {
+    async fn export(&self, _batch: Vec<SpanData>) -> OTelSdkResult {
+        Ok(())
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[test]
+fn force_flush_reaches_the_exporter_after_the_queue() {
+    let flushes = FlushCounter::default();
+    let handle = Telemetry::builder(config("none"))
+        .span_exporter(flushes.clone())
+        .local();
+    handle.tracer("t").start("s").end();
+    handle.force_flush(T).unwrap();
+    handle.force_flush(T).unwrap();
+    assert_eq!(flushes.0.load(Ordering::SeqCst), 2);
+    assert_eq!(handle.stats().exporters[0].exported, 1);
+    handle.shutdown(T).unwrap();
+}

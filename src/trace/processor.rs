@@ -236,7 +236,9 @@ impl<E: SpanExporter> Worker<E> {
             select! {
                 recv(control_rx) -> msg => match msg {
                     Ok(Control::Flush(reply)) => {
-                        let _ = reply.send(self.export_queued());
+                        // Queued spans first, then whatever the exporter itself buffers.
+                        let exported = self.export_queued();
+                        let _ = reply.send(exported.and(self.exporter.force_flush()));
                     }
                     Ok(Control::Shutdown(reply, timeout)) => {
                         let result = self.export_queued();
