@@ -312,3 +312,56 @@ fn a_stress_run_at_full_speed_counts_every_span_and_reports_resources() {
         assert!(r["max_rss_mib"].as_f64().unwrap() > 1.0, "{r}");
     }
 }
+
+#[test]
+fn demo_with_the_default_exporter_writes_nothing_on_non_exporting_ranks() {
+    let out = tempfile::tempdir().unwrap();
+    let result = lens()
+        .args([
+            "demo",
+            "--ranks",
+            "4",
+            "--nodes",
+            "2",
+            "--steps",
+            "10",
+            "--step-ms",
+            "0",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .env("LENS_EXPORT_STRATEGY", "first_rank_per_node")
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let run_dir = std::fs::read_dir(out.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut span_files: Vec<String> = std::fs::read_dir(&run_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl") && !n.contains("metrics"))
+        .collect();
+    span_files.sort();
+    assert_eq!(
+        span_files,
+        ["rank-0.jsonl", "rank-2.jsonl"],
+        "LOCAL_RANK 0 on each of 2 nodes"
+    );
+    for r in summary(out.path()) {
+        let exporting = r["exporting"] == true;
+        assert_eq!(exporting, r["rank"] == 0 || r["rank"] == 2, "{r}");
+        assert_eq!(
+            r["exported"].as_u64().unwrap(),
+            if exporting { 1 + 10 * 3 } else { 0 },
+            "{r}"
+        );
+    }
+}
