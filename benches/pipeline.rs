@@ -289,7 +289,7 @@ fn main() {
             name: name.clone(),
             value: rate,
             unit: "spans/s",
-            ratio: Some((native_rate / rate, "× slower than native")),
+            ratio: Some((native_rate / rate, "× native time per span")),
         });
         if name.starts_with("no-op") {
             boundary.push((name.clone(), 1e6 / rate));
