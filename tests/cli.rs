@@ -17,6 +17,15 @@ fn lens() -> Command {
     c
 }
 
+/// The ranks whose summary has `flag` set.
+fn ranks_where(ranks: &[serde_json::Value], flag: &str) -> Vec<u64> {
+    ranks
+        .iter()
+        .filter(|r| r[flag] == true)
+        .map(|r| r["rank"].as_u64().unwrap())
+        .collect()
+}
+
 fn summary(out: &Path) -> Vec<serde_json::Value> {
     let run_dir = std::fs::read_dir(out)
         .unwrap()
@@ -132,12 +141,7 @@ fn demo_with_a_strategy_config_exports_only_from_the_chosen_rank() {
         "{}",
         String::from_utf8_lossy(&result.stderr)
     );
-    let exporting: Vec<u64> = ranks
-        .iter()
-        .filter(|r| r["exporting"] == true)
-        .map(|r| r["rank"].as_u64().unwrap())
-        .collect();
-    assert_eq!(exporting, [3]);
+    assert_eq!(ranks_where(&ranks, "exporting"), [3]);
     for r in &ranks {
         let expected = if r["rank"] == 3 { 1 + 5 * 3 } else { 0 };
         assert_eq!(r["produced"], expected, "{r}");
@@ -160,12 +164,7 @@ fn demo_with_the_sampler_reports_dropped_ranks() {
         "{}",
         String::from_utf8_lossy(&result.stderr)
     );
-    let kept: Vec<u64> = ranks
-        .iter()
-        .filter(|r| r["sampler_keeps"] == true)
-        .map(|r| r["rank"].as_u64().unwrap())
-        .collect();
-    assert_eq!(kept, [3, 5, 6]);
+    assert_eq!(ranks_where(&ranks, "sampler_keeps"), [3, 5, 6]);
 }
 
 #[test]

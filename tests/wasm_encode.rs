@@ -143,18 +143,7 @@ fn otlp_encoding_decodes_to_the_same_spans_and_resource() {
     let request = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
     assert_eq!(request.resource_spans.len(), 1);
     let rs = &request.resource_spans[0];
-    let rank = rs
-        .resource
-        .as_ref()
-        .unwrap()
-        .attributes
-        .iter()
-        .find(|kv| kv.key == "dl.rank")
-        .unwrap();
-    assert_eq!(
-        rank.value.as_ref().unwrap().value,
-        Some(any_value::Value::IntValue(1))
-    );
+    assert_eq!(common::otlp_resource_int(rs, "dl.rank"), Some(1));
     let mut names: Vec<(String, String)> = rs
         .scope_spans
         .iter()

@@ -226,18 +226,7 @@ fn recorder_otlp_encoding_decodes_to_the_oracle_spans() {
         let bytes: Vec<u8> = serde_json::from_value(line["otlp"].clone()).unwrap();
         let request = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
         for rs in &request.resource_spans {
-            let rank = rs
-                .resource
-                .as_ref()
-                .unwrap()
-                .attributes
-                .iter()
-                .find(|kv| kv.key == "dl.rank")
-                .unwrap();
-            assert_eq!(
-                format!("{:?}", rank.value.as_ref().unwrap().value),
-                "Some(IntValue(2))"
-            );
+            assert_eq!(common::otlp_resource_int(rs, "dl.rank"), Some(2));
             for ss in &rs.scope_spans {
                 for s in &ss.spans {
                     got.insert(

@@ -226,3 +226,16 @@ pub fn dist(name: &str) -> std::path::PathBuf {
     );
     path
 }
+
+/// The integer resource attribute `key` of an OTLP `ResourceSpans`.
+pub fn otlp_resource_int(
+    rs: &opentelemetry_proto::tonic::trace::v1::ResourceSpans,
+    key: &str,
+) -> Option<i64> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value;
+    let attrs = &rs.resource.as_ref()?.attributes;
+    match attrs.iter().find(|kv| kv.key == key)?.value.as_ref()?.value {
+        Some(Value::IntValue(i)) => Some(i),
+        _ => None,
+    }
+}
