@@ -17,6 +17,13 @@ fn lens() -> Command {
     c
 }
 
+/// `lens demo ARGS --out OUT`, ready to run (tests may add environment variables).
+fn demo(out: &Path, args: &[&str]) -> Command {
+    let mut c = lens();
+    c.arg("demo").args(args).arg("--out").arg(out);
+    c
+}
+
 /// The ranks whose summary has `flag` set.
 fn ranks_where(ranks: &[serde_json::Value], flag: &str) -> Vec<u64> {
     ranks
@@ -48,24 +55,20 @@ fn demo_with_config(
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("lens.toml");
     std::fs::write(&cfg, text).unwrap();
-    let result = lens()
-        .args([
-            "demo",
-            "--ranks",
-            ranks,
-            "--nodes",
-            nodes,
-            "--steps",
-            steps,
-            "--step-ms",
-            "0",
-            "--config",
-        ])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(dir.path().join("o"))
-        .output()
-        .unwrap();
+    let config = cfg.to_str().unwrap();
+    let args = [
+        "--ranks",
+        ranks,
+        "--nodes",
+        nodes,
+        "--steps",
+        steps,
+        "--step-ms",
+        "0",
+        "--config",
+        config,
+    ];
+    let result = demo(&dir.path().join("o"), &args).output().unwrap();
     let ranks = summary(&dir.path().join("o"));
     (result, ranks)
 }
@@ -73,9 +76,9 @@ fn demo_with_config(
 #[test]
 fn demo_with_defaults_writes_one_json_line_per_exported_span() {
     let out = tempfile::tempdir().unwrap();
-    let result = lens()
-        .args([
-            "demo",
+    let result = demo(
+        out.path(),
+        &[
             "--ranks",
             "4",
             "--nodes",
@@ -86,11 +89,10 @@ fn demo_with_defaults_writes_one_json_line_per_exported_span() {
             "10",
             "--step-ms",
             "0",
-        ])
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
+        ],
+    )
+    .output()
+    .unwrap();
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(
         result.status.success(),
@@ -234,9 +236,9 @@ fn demo_with_a_guest_that_traps_every_few_batches_completes_and_reports_it() {
 #[test]
 fn a_crashed_rank_shows_in_the_summary_and_the_run_exits_1() {
     let out = tempfile::tempdir().unwrap();
-    let result = lens()
-        .args([
-            "demo",
+    let result = demo(
+        out.path(),
+        &[
             "--ranks",
             "3",
             "--nodes",
@@ -247,11 +249,10 @@ fn a_crashed_rank_shows_in_the_summary_and_the_run_exits_1() {
             "0",
             "--crash-rank",
             "1",
-        ])
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
+        ],
+    )
+    .output()
+    .unwrap();
     assert_eq!(result.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert!(
@@ -268,9 +269,9 @@ fn a_crashed_rank_shows_in_the_summary_and_the_run_exits_1() {
 #[test]
 fn a_stress_run_at_full_speed_counts_every_span_and_reports_resources() {
     let out = tempfile::tempdir().unwrap();
-    let result = lens()
-        .args([
-            "demo",
+    let result = demo(
+        out.path(),
+        &[
             "--ranks",
             "2",
             "--nodes",
@@ -279,11 +280,10 @@ fn a_stress_run_at_full_speed_counts_every_span_and_reports_resources() {
             "2",
             "--step-ms",
             "0",
-        ])
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
+        ],
+    )
+    .output()
+    .unwrap();
     assert!(
         result.status.success(),
         "{}",
@@ -315,9 +315,9 @@ fn a_stress_run_at_full_speed_counts_every_span_and_reports_resources() {
 #[test]
 fn demo_with_the_default_exporter_writes_nothing_on_non_exporting_ranks() {
     let out = tempfile::tempdir().unwrap();
-    let result = lens()
-        .args([
-            "demo",
+    let result = demo(
+        out.path(),
+        &[
             "--ranks",
             "4",
             "--nodes",
@@ -326,12 +326,11 @@ fn demo_with_the_default_exporter_writes_nothing_on_non_exporting_ranks() {
             "10",
             "--step-ms",
             "0",
-        ])
-        .arg("--out")
-        .arg(out.path())
-        .env("LENS_EXPORT_STRATEGY", "first_rank_per_node")
-        .output()
-        .unwrap();
+        ],
+    )
+    .env("LENS_EXPORT_STRATEGY", "first_rank_per_node")
+    .output()
+    .unwrap();
     assert!(
         result.status.success(),
         "{}",
