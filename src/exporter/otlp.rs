@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use opentelemetry_otlp::tonic_types::metadata as tonic_metadata;
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -76,8 +77,6 @@ fn metadata(headers: &HashMap<String, String>) -> Result<tonic_metadata::Metadat
     }
     Ok(tonic_metadata::MetadataMap::from_headers(map))
 }
-
-use opentelemetry_otlp::tonic_types::metadata as tonic_metadata;
 
 /// Builds an opentelemetry-otlp exporter (`SpanExporter` or `MetricExporter`: same builder
 /// shape, different types) for `settings`; gRPC ones are built inside their runtime.
