@@ -131,59 +131,149 @@ struct Row {
     ratio: Option<(f64, &'static str)>,
 }
 
-fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let tmp = tempfile::tempdir().unwrap();
-    let mut rows: Vec<Row> = Vec::new();
+/// What one run measures: `--quick` shrinks the loops; `--only SECTION` (app, export, seed,
+/// startup; repeatable) runs some sections and prints them without touching `docs/`;
+/// `--guest SUBSTRING` narrows the export section to matching rows; `--batches N` sets its
+/// number of batches (for profiling).
+struct Opts {
+    quick: bool,
+    only: Vec<String>,
+    guest: Option<String>,
+    batches: Option<usize>,
+}
 
-    // 1. Application-thread cost per span.
+impl Opts {
+    fn parse() -> Self {
+        let args: Vec<String> = std::env::args().collect();
+        let only = args
+            .windows(2)
+            .filter(|w| w[0] == "--only")
+            .map(|w| w[1].clone())
+            .collect();
+        let guest = args
+            .windows(2)
+            .find(|w| w[0] == "--guest")
+            .map(|w| w[1].clone());
+        let batches = args
+            .windows(2)
+            .find(|w| w[0] == "--batches")
+            .map(|w| w[1].parse().expect("--batches N"));
+        Self {
+            quick: args.iter().any(|a| a == "--quick"),
+            only,
+            guest,
+            batches,
+        }
+    }
+
+    /// `--guest SUBSTRING`: only the export rows whose name contains it.
+    fn matches(&self, name: &str) -> bool {
+        self.guest
+            .as_ref()
+            .is_none_or(|g| name.contains(g.as_str()))
+    }
+
+    fn wants(&self, section: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|s| s == section)
+    }
+}
+
+fn main() {
+    let opts = Opts::parse();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let builtin = lens::wasm::builtin::write_jsonl_exporter(dir).unwrap();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut dropped = 0;
+    let mut memory = Vec::new();
+    if opts.wants("app") {
+        dropped = app_thread(&opts, &builtin, dir, &mut rows);
+    }
+    if opts.wants("export") {
+        memory = export_throughput(&opts, &builtin, dir, &mut rows);
+    }
+    if opts.wants("seed") {
+        seed_stack(&opts, dir, &mut rows);
+    }
+    if opts.wants("startup") {
+        startup(&builtin, &mut rows);
+    }
+    let mem = "Peak linear memory per exporter instance, MiB";
+    for (name, bytes) in memory {
+        rows.push(Row {
+            group: mem,
+            name,
+            value: bytes as f64 / (1 << 20) as f64,
+            unit: "MiB",
+            ratio: None,
+        });
+    }
+    if opts.only.is_empty() {
+        write_report(&rows, opts.quick, dropped);
+    } else {
+        for r in &rows {
+            let ratio = r
+                .ratio
+                .map(|(x, w)| format!(" ({x:.2} {w})"))
+                .unwrap_or_default();
+            println!("{}: {:.2} {}{ratio}", r.name, r.value, r.unit);
+        }
+    }
+}
+
+/// 1. Application-thread cost per span; returns the spans the wasm rank's queue dropped.
+fn app_thread(opts: &Opts, builtin: &Path, dir: &Path, rows: &mut Vec<Row>) -> u64 {
+    let quick = opts.quick;
     let n = if quick { 20_000 } else { 200_000 };
-    let runs = 5;
-    let builtin = lens::wasm::builtin::write_jsonl_exporter(tmp.path()).unwrap();
+    let runs = 9;
     let raw_noop = SdkTracerProvider::builder()
         .with_batch_exporter(Noop)
         .build();
     let raw_off = SdkTracerProvider::builder()
         .with_sampler(Sampler::AlwaysOff)
         .build();
-    let with_wasm = lens_rank(wasm_config(jsonl_spec(builtin.clone(), tmp.path())), 0, 1);
-    let mut sampled_out = wasm_config(jsonl_spec(builtin.clone(), tmp.path()));
+    let with_wasm = lens_rank(wasm_config(jsonl_spec(builtin.to_path_buf(), dir)), 0, 1);
+    let mut sampled_out = wasm_config(jsonl_spec(builtin.to_path_buf(), dir));
     sampled_out.sampler_enabled = true;
     sampled_out.export_sample_rate = 0.5; // rank 0 hashes to 0.785: dropped
     let sampled_out = lens_rank(sampled_out, 0, 8);
     assert!(!sampled_out.sampler_keeps());
-    let mut not_exporting = wasm_config(jsonl_spec(builtin.clone(), tmp.path()));
+    let mut not_exporting = wasm_config(jsonl_spec(builtin.to_path_buf(), dir));
     not_exporting.export_strategy = "single_rank".into();
     let not_exporting = lens_rank(not_exporting, 1, 8);
     assert!(!not_exporting.is_exporting());
+    let mut no_tracking = wasm_config(jsonl_spec(builtin.to_path_buf(), dir));
+    no_tracking.close_open_spans_on_shutdown = false;
+    let no_tracking = lens_rank(no_tracking, 0, 1);
     let (t_raw_noop, t_raw_off) = (raw_noop.tracer("bench"), raw_off.tracer("bench"));
-    let (t_wasm, t_sampled, t_off) = (
+    let (t_wasm, t_untracked, t_sampled, t_off) = (
         with_wasm.tracer("bench"),
+        no_tracking.tracer("bench"),
         sampled_out.tracer("bench"),
         not_exporting.tracer("bench"),
     );
     let mut samples: HashMap<&str, Vec<f64>> = HashMap::new();
     for _ in 0..runs {
-        samples
-            .entry("raw_noop")
-            .or_default()
-            .push(ns_per_span(n, |i| one_span(&t_raw_noop, i)));
-        samples
-            .entry("wasm")
-            .or_default()
-            .push(ns_per_span(n, |i| one_span(&t_wasm, i)));
-        samples
-            .entry("raw_off")
-            .or_default()
-            .push(ns_per_span(n, |i| one_span(&t_raw_off, i)));
-        samples
-            .entry("sampled")
-            .or_default()
-            .push(ns_per_span(n, |i| one_span(&t_sampled, i)));
-        samples
-            .entry("off")
-            .or_default()
-            .push(ns_per_span(n, |i| one_span(&t_off, i)));
+        let mut measure = |key, f: &dyn Fn(i64), settle: &dyn Fn()| {
+            samples.entry(key).or_default().push(ns_per_span(n, f));
+            // Whatever the exporter still has queued is drained outside the clock, so that it
+            // does not compete for the 2 cores with the next measurement.
+            settle();
+        };
+        let flush = |h: &TelemetryHandle| {
+            let _ = h.force_flush(Duration::from_secs(60));
+        };
+        let raw_flush = || {
+            let _ = raw_noop.force_flush();
+        };
+        measure("raw_noop", &|i| one_span(&t_raw_noop, i), &raw_flush);
+        measure("wasm", &|i| one_span(&t_wasm, i), &|| flush(&with_wasm));
+        measure("untracked", &|i| one_span(&t_untracked, i), &|| {
+            flush(&no_tracking)
+        });
+        measure("raw_off", &|i| one_span(&t_raw_off, i), &|| ());
+        measure("sampled", &|i| one_span(&t_sampled, i), &|| ());
+        measure("off", &|i| one_span(&t_off, i), &|| ());
     }
     let m = |k: &str| median(samples[k].clone());
     let app = "Application thread, ns per span (start, 4 attributes, end)";
@@ -200,6 +290,14 @@ fn main() {
         value: m("wasm"),
         unit: "ns",
         ratio: Some((m("wasm") / m("raw_noop"), "× raw SDK + no-op")),
+    });
+    rows.push(Row {
+        group: app,
+        name: "the same, without tracking open spans (`close_open_spans_on_shutdown = false`)"
+            .into(),
+        value: m("untracked"),
+        unit: "ns",
+        ratio: Some((m("untracked") / m("raw_noop"), "× raw SDK + no-op")),
     });
     rows.push(Row {
         group: app,
@@ -223,13 +321,23 @@ fn main() {
         ratio: Some((m("off") / m("raw_off"), "× raw AlwaysOff")),
     });
     let dropped = with_wasm.stats().exporters[0].dropped_queue_full;
-    for h in [with_wasm, sampled_out, not_exporting] {
+    for h in [with_wasm, no_tracking, sampled_out, not_exporting] {
         let _ = h.shutdown(Duration::from_secs(60));
     }
     let _ = raw_noop.shutdown();
+    dropped
+}
 
-    // 2. Export throughput through the exporter, batches of 512, spans made beforehand.
-    let batches = if quick { 20 } else { 100 };
+/// 2. Export throughput through each exporter, batches of 512, spans made beforehand; returns
+/// the peak memory of each guest.
+fn export_throughput(
+    opts: &Opts,
+    builtin: &Path,
+    dir: &Path,
+    rows: &mut Vec<Row>,
+) -> Vec<(String, u64)> {
+    let quick = opts.quick;
+    let batches = opts.batches.unwrap_or(if quick { 20 } else { 100 });
     let sink = Collect::default();
     let maker = SdkTracerProvider::builder()
         .with_simple_exporter(sink.clone())
@@ -239,63 +347,89 @@ fn main() {
         one_span(&tracer, i);
     }
     let batch = sink.0.lock().unwrap().clone();
+    // Rounds alternate the native baseline and the exporter under test, so that the machine's
+    // drift hits both; each figure is the median over rounds, each ratio the median of the
+    // per-round ratios.
+    let rounds = if quick { 3 } else { 5 };
+    let per_round = batches.div_ceil(rounds);
     let throughput = |e: &dyn Fn(Vec<SpanData>)| -> f64 {
-        e(batch.clone()); // warm up (first instance, caches)
+        // The batch processor hands over batches it owns: copies made outside the clock.
+        let copies: Vec<Vec<SpanData>> = (0..per_round).map(|_| batch.clone()).collect();
         let started = Instant::now();
-        for _ in 0..batches {
-            e(batch.clone());
+        for b in copies {
+            e(b);
         }
-        (batches * batch.len()) as f64 / started.elapsed().as_secs_f64()
+        (per_round * batch.len()) as f64 / started.elapsed().as_secs_f64()
     };
-    let native = JsonLinesFileExporter::create(tmp.path().join("native.jsonl")).unwrap();
-    let native_rate = throughput(&|b| futures_executor::block_on(native.export(b)).unwrap());
+    let native = JsonLinesFileExporter::create(dir.join("native.jsonl")).unwrap();
+    let native_export = |b| futures_executor::block_on(native.export(b)).unwrap();
+    native_export(batch.clone()); // warm up
+    let mut native_rates = Vec::new();
     let thr = "Export throughput, spans per second (batches of 512)";
-    rows.push(Row {
-        group: thr,
-        name: "native Rust JSON-lines exporter (the limit)".into(),
-        value: native_rate,
-        unit: "spans/s",
-        ratio: None,
-    });
     let resource = lens::opentelemetry_sdk::Resource::builder_empty().build();
     let mut guests: Vec<(String, WasmExporterSpec)> = vec![
         (
             "Rust JSON-lines guest (typed)".into(),
-            jsonl_spec(builtin.clone(), tmp.path()),
+            jsonl_spec(builtin.to_path_buf(), dir),
         ),
         ("no-op guest, typed".into(), noop_spec("typed")),
         ("no-op guest, OTLP bytes".into(), noop_spec("otlp")),
         (
             "C JSON-lines guest (typed)".into(),
-            jsonl_spec(dist("c-jsonl.wasm"), tmp.path()),
+            jsonl_spec(dist("c-jsonl.wasm"), dir),
         ),
         (
             "Python JSON-lines guest (typed)".into(),
-            jsonl_spec(dist("python-jsonl.wasm"), tmp.path()),
+            jsonl_spec(dist("python-jsonl.wasm"), dir),
         ),
     ];
-    let mut js = jsonl_spec(dist("js-jsonl.wasm"), tmp.path());
+    let mut js = jsonl_spec(dist("js-jsonl.wasm"), dir);
     js.settings.clear();
     js.forward_stdio = Some(false);
     guests.push(("JavaScript JSON-lines guest (typed, stdout)".into(), js));
     let mut boundary = Vec::new();
     let mut memory = Vec::new();
-    for (name, spec) in &guests {
+    for (name, spec) in guests.iter().filter(|(n, _)| opts.matches(n)) {
         let (e, stats) = WasmSpanExporter::from_config("bench", spec, &resource).unwrap();
-        let rate = throughput(&|b| futures_executor::block_on(e.export(b)).unwrap());
+        let guest_export = |b| futures_executor::block_on(e.export(b)).unwrap();
+        guest_export(batch.clone()); // warm up (first instance, caches)
+        let (mut rates, mut ratios) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            let native_rate = throughput(&native_export);
+            let rate = throughput(&guest_export);
+            native_rates.push(native_rate);
+            rates.push(rate);
+            ratios.push(native_rate / rate);
+        }
         let _ = e.shutdown();
+        let rate = median(rates);
         rows.push(Row {
             group: thr,
             name: name.clone(),
             value: rate,
             unit: "spans/s",
-            ratio: Some((native_rate / rate, "× native time per span")),
+            ratio: Some((median(ratios), "× native time per span")),
         });
         if name.starts_with("no-op") {
             boundary.push((name.clone(), 1e6 / rate));
         }
         memory.push((name.clone(), stats.snapshot().peak_memory_bytes));
     }
+    if native_rates.is_empty() {
+        native_rates.push(throughput(&native_export));
+    }
+    let native_row = Row {
+        group: thr,
+        name: "native Rust JSON-lines exporter (the limit)".into(),
+        value: median(native_rates),
+        unit: "spans/s",
+        ratio: None,
+    };
+    let first = rows
+        .iter()
+        .position(|r| r.group == thr)
+        .unwrap_or(rows.len());
+    rows.insert(first, native_row);
     let bnd = "No-op guest boundary cost, µs per span at batch 512";
     for (name, us) in boundary {
         rows.push(Row {
@@ -307,9 +441,14 @@ fn main() {
         });
     }
 
-    // 3. The seed's stack vs a Python guest under Lens, end to end (N spans into a file).
+    memory
+}
+
+/// 3. The seed's stack vs a Python guest under Lens, end to end (N spans into a file).
+fn seed_stack(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) {
+    let quick = opts.quick;
     let n_py = if quick { 5_000 } else { 50_000 };
-    let py_out = tmp.path().join("python-sdk.jsonl");
+    let py_out = dir.join("python-sdk.jsonl");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/python_sdk_baseline.py");
     let out = std::process::Command::new("python3")
         .arg(&script)
@@ -324,7 +463,7 @@ fn main() {
     );
     let py: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let py_rate = py["spans_per_second"].as_f64().unwrap();
-    let mut cfg = wasm_config(jsonl_spec(dist("python-jsonl.wasm"), tmp.path()));
+    let mut cfg = wasm_config(jsonl_spec(dist("python-jsonl.wasm"), dir));
     cfg.batch.max_queue_size = n_py;
     let handle = lens_rank(cfg, 0, 1);
     let tracer = handle.tracer("bench");
@@ -350,13 +489,15 @@ fn main() {
         ratio: Some((lens_py_rate / py_rate, "× the seed")),
     });
     let _ = handle.shutdown(Duration::from_secs(60));
+}
 
-    // 4. Start-up and memory per guest.
+/// 4. Start-up per guest: cold compile and cached load.
+fn startup(builtin: &Path, rows: &mut Vec<Row>) {
     let st = "Start-up per guest: cold compile / cached load, ms";
     let cold_engine = lens::wasm::engine::uncached_engine().unwrap();
     let cached = lens::wasm::engine::engine(false).unwrap();
     for (name, path) in [
-        ("Rust JSON-lines", builtin.clone()),
+        ("Rust JSON-lines", builtin.to_path_buf()),
         ("C JSON-lines", dist("c-jsonl.wasm")),
         ("Python JSON-lines", dist("python-jsonl.wasm")),
         ("JavaScript JSON-lines", dist("js-jsonl.wasm")),
@@ -384,18 +525,6 @@ fn main() {
             ratio: Some((cold / warm, "× faster than cold")),
         });
     }
-    let mem = "Peak linear memory per exporter instance, MiB";
-    for (name, bytes) in memory {
-        rows.push(Row {
-            group: mem,
-            name,
-            value: bytes as f64 / (1 << 20) as f64,
-            unit: "MiB",
-            ratio: None,
-        });
-    }
-
-    write_report(&rows, quick, dropped);
 }
 
 fn write_report(rows: &[Row], quick: bool, dropped: u64) {

@@ -139,7 +139,7 @@ fn resource_reaches_init_with_the_rank_attributes() {
 fn otlp_encoding_decodes_to_the_same_spans_and_resource() {
     let (spans, res) = sample_spans();
     let expected_trace = spans[0].span_context.trace_id().to_bytes().to_vec();
-    let bytes = otlp_batch(spans, &res);
+    let bytes = otlp_batch(&spans, &res);
     let request = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
     assert_eq!(request.resource_spans.len(), 1);
     let rs = &request.resource_spans[0];
@@ -176,6 +176,89 @@ fn otlp_encoding_decodes_to_the_same_spans_and_resource() {
         s_attr.value.as_ref().unwrap().value,
         Some(any_value::Value::StringValue("ünïcødé".into()))
     );
+}
+
+/// The generic encoding: `opentelemetry-proto`'s conversion, then `prost`.
+fn prost_bytes(spans: Vec<SpanData>, res: &lens::opentelemetry_sdk::Resource) -> Vec<u8> {
+    use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
+    use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
+    let res = ResourceAttributesWithSchema::from(res);
+    ExportTraceServiceRequest {
+        resource_spans: group_spans_by_resource_and_scope(spans, &res),
+    }
+    .encode_to_vec()
+}
+
+/// Equal bytes, or a failure naming the first differing offset and the bytes around it.
+fn assert_same_bytes(ours: &[u8], generic: &[u8]) {
+    if let Some(at) = (0..ours.len().min(generic.len())).find(|&i| ours[i] != generic[i]) {
+        let window = |b: &[u8]| b[at.saturating_sub(8)..(at + 16).min(b.len())].to_vec();
+        panic!(
+            "first difference at byte {at}: ours {:?}, generic {:?}",
+            window(ours),
+            window(generic)
+        );
+    }
+    assert_eq!(ours.len(), generic.len(), "same prefix, different lengths");
+}
+
+#[test]
+fn otlp_bytes_equal_the_generic_prost_encoding_byte_for_byte() {
+    let (spans, res) = sample_spans();
+    assert_same_bytes(&otlp_batch(&spans, &res), &prost_bytes(spans, &res));
+}
+
+#[test]
+fn otlp_bytes_of_large_messages_and_a_remote_parent_equal_the_generic_encoding() {
+    // Lengths of 1, 2 and 3 varint bytes at every nesting level: a 200 KB batch, a 300-byte
+    // name, 20 attributes, a link to a remote context, a schema URL and a traced scope version.
+    let exporter = InMemorySpanExporter::default();
+    let provider = lens::opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let tracer = provider.tracer_with_scope(
+        InstrumentationScope::builder("bulk")
+            .with_version("0.1")
+            .with_schema_url("https://opentelemetry.io/schemas/1.30.0")
+            .with_attributes([KeyValue::new("scope.attr", 7)])
+            .build(),
+    );
+    let remote = lens::opentelemetry::trace::SpanContext::new(
+        lens::opentelemetry::trace::TraceId::from(0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10),
+        lens::opentelemetry::trace::SpanId::from(0x1112_1314_1516_1718),
+        lens::opentelemetry::trace::TraceFlags::SAMPLED,
+        true,
+        "vendor=abc".parse().unwrap(),
+    );
+    let long_name = "n".repeat(300);
+    for i in 0..1500i64 {
+        let mut span = tracer
+            .span_builder(if i % 2 == 0 {
+                "short".to_string()
+            } else {
+                long_name.clone()
+            })
+            .with_links(vec![Link::with_context(remote.clone())])
+            .start_with_context(
+                &tracer,
+                &lens::opentelemetry::Context::new().with_remote_span_context(remote.clone()),
+            );
+        for a in 0..20 {
+            span.set_attribute(KeyValue::new(format!("k{a}"), i * a));
+        }
+        span.add_event("e", vec![KeyValue::new("x", "y".repeat(200))]);
+        span.end();
+    }
+    let spans = exporter.get_finished_spans().unwrap();
+    let res = lens::opentelemetry_sdk::Resource::builder_empty()
+        .with_schema_url(
+            [KeyValue::new("service.name", "bulk")],
+            "https://example.com/s",
+        )
+        .build();
+    let ours = otlp_batch(&spans, &res);
+    assert!(ours.len() > 200_000, "{} bytes", ours.len());
+    assert_same_bytes(&ours, &prost_bytes(spans, &res));
 }
 
 #[test]

@@ -1,16 +1,13 @@
 //! The two batch encodings of `lens:exporter`: typed records grouped by scope, and OTLP
-//! protobuf bytes (`ExportTraceServiceRequest`), each built once per batch.
+//! protobuf bytes (`ExportTraceServiceRequest`, written by [`super::otlp_bytes`]), each built
+//! once per batch.
 
 use std::collections::HashMap;
 
 use opentelemetry::trace::{SpanKind, Status};
 use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
-use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
-use prost::Message;
 
 use super::bindings::types as wit;
 use crate::exporter::json::unix_nanos;
@@ -146,11 +143,8 @@ pub fn typed_batch(batch: &[SpanData]) -> Vec<wit::ScopeSpans> {
     groups
 }
 
-/// The batch as an OTLP `ExportTraceServiceRequest` in protobuf bytes.
-pub fn otlp_batch(batch: Vec<SpanData>, resource: &Resource) -> Vec<u8> {
-    let resource = ResourceAttributesWithSchema::from(resource);
-    let request = ExportTraceServiceRequest {
-        resource_spans: group_spans_by_resource_and_scope(batch, &resource),
-    };
-    request.encode_to_vec()
+/// The batch as an OTLP `ExportTraceServiceRequest` in protobuf bytes. (An exporter instance
+/// encodes its resource once, with [`super::otlp_bytes::EncodedResource`].)
+pub fn otlp_batch(batch: &[SpanData], resource: &Resource) -> Vec<u8> {
+    super::otlp_bytes::encode(batch, &super::otlp_bytes::EncodedResource::new(resource))
 }

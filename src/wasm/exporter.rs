@@ -23,6 +23,7 @@ use super::bindings::types::{Batch, Encoding};
 use super::bindings::{Exporter, ExporterPre};
 use super::encode;
 use super::engine::ticks;
+use super::otlp_bytes::{self, EncodedResource};
 use super::sandbox::{Grants, HostState, MemoryLimitExceeded};
 use crate::trace::ExporterStats;
 
@@ -187,13 +188,14 @@ impl Runtime {
             return; // the host gave up waiting
         }
         let guest: &Guest = bindings.lens_exporter_span_exporter();
+        let otlp_resource = EncodedResource::new(&resource);
         for job in jobs {
             let (result, reply) = match job {
                 Job::Export(batch, reply) => {
                     let batch = match encoding {
                         Encoding::Typed => Batch::Typed(encode::typed_batch(&batch)),
                         Encoding::OtlpProtobuf => {
-                            Batch::OtlpProtobuf(encode::otlp_batch(batch, &resource))
+                            Batch::OtlpProtobuf(otlp_bytes::encode(&batch, &otlp_resource))
                         }
                     };
                     let r = self

@@ -17,6 +17,7 @@ pub mod encode;
 pub mod engine;
 pub mod exporter;
 pub mod load;
+pub mod otlp_bytes;
 pub mod sandbox;
 
 use std::sync::Arc;

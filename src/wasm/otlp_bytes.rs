@@ -1,0 +1,259 @@
+//! OTLP protobuf bytes written straight from `SpanData`.
+//!
+//! The generic path (`opentelemetry-proto`'s conversion, then `prost` encoding) copies every key,
+//! value and id into owned proto structs and frees them again: 2.1 µs per span at batch 512 on
+//! the project machine, four times the budget of the bytes encoding. This writer emits the same
+//! bytes (same fields, same order as `prost`, checked byte for byte in the tests) with no
+//! allocation per span, and encodes the resource once per instance. Fields go in tag order, as
+//! `prost` writes them.
+//!
+//! A nested message is written with a one-byte length placeholder that is widened in place when
+//! the body turns out longer than 127 bytes, so no size pre-pass is needed.
+
+use opentelemetry::trace::{SpanContext, SpanKind, Status};
+use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::SpanData;
+use prost::encoding::{WireType, encode_key, encode_varint};
+
+use crate::exporter::json::unix_nanos;
+
+/// `SpanFlags` bits of OTLP: the remote state of a context is known, and it is remote.
+const CONTEXT_HAS_IS_REMOTE: u32 = 0x100;
+const CONTEXT_IS_REMOTE: u32 = 0x200;
+
+/// A protobuf writer over one growing buffer.
+struct Writer<'a>(&'a mut Vec<u8>);
+
+impl Writer<'_> {
+    fn key(&mut self, tag: u32, wire: WireType) {
+        encode_key(tag, wire, self.0);
+    }
+
+    /// A length-delimited field, written even when empty (oneof members).
+    fn bytes_always(&mut self, tag: u32, b: &[u8]) {
+        self.key(tag, WireType::LengthDelimited);
+        encode_varint(b.len() as u64, self.0);
+        self.0.extend_from_slice(b);
+    }
+
+    /// A `string`/`bytes` field: proto3 leaves out the empty value.
+    fn bytes(&mut self, tag: u32, b: &[u8]) {
+        if !b.is_empty() {
+            self.bytes_always(tag, b);
+        }
+    }
+
+    fn varint(&mut self, tag: u32, v: u64) {
+        if v != 0 {
+            self.key(tag, WireType::Varint);
+            encode_varint(v, self.0);
+        }
+    }
+
+    fn fixed32(&mut self, tag: u32, v: u32) {
+        if v != 0 {
+            self.key(tag, WireType::ThirtyTwoBit);
+            self.0.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    fn fixed64(&mut self, tag: u32, v: u64) {
+        if v != 0 {
+            self.key(tag, WireType::SixtyFourBit);
+            self.0.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    /// A nested message: key, length, then whatever `body` writes.
+    fn message(&mut self, tag: u32, body: impl FnOnce(&mut Self)) {
+        self.key(tag, WireType::LengthDelimited);
+        let at = self.0.len();
+        self.0.push(0);
+        body(self);
+        let len = self.0.len() - at - 1;
+        if len < 0x80 {
+            self.0[at] = len as u8;
+            return;
+        }
+        let mut prefix = Vec::with_capacity(10);
+        encode_varint(len as u64, &mut prefix);
+        let extra = prefix.len() - 1;
+        let end = self.0.len();
+        self.0.resize(end + extra, 0);
+        self.0.copy_within(at + 1..end, at + 1 + extra);
+        self.0[at..at + prefix.len()].copy_from_slice(&prefix);
+    }
+
+    /// `AnyValue` (oneof: every member is written, even a default one).
+    fn any_value(&mut self, v: &Value) {
+        match v {
+            Value::String(s) => self.bytes_always(1, s.as_str().as_bytes()),
+            Value::Bool(b) => {
+                self.key(2, WireType::Varint);
+                encode_varint(u64::from(*b), self.0);
+            }
+            Value::I64(i) => {
+                self.key(3, WireType::Varint);
+                encode_varint(*i as u64, self.0);
+            }
+            Value::F64(f) => {
+                self.key(4, WireType::SixtyFourBit);
+                self.0.extend_from_slice(&f.to_bits().to_le_bytes());
+            }
+            Value::Array(a) => self.message(5, |w| match a {
+                Array::Bool(xs) => xs.iter().for_each(|x| w.array_item(&Value::Bool(*x))),
+                Array::I64(xs) => xs.iter().for_each(|x| w.array_item(&Value::I64(*x))),
+                Array::F64(xs) => xs.iter().for_each(|x| w.array_item(&Value::F64(*x))),
+                Array::String(xs) => xs
+                    .iter()
+                    .for_each(|x| w.array_item(&Value::String(x.clone()))),
+                // Future array kinds reach the guest as their string form, as in `typed`.
+                other => w.array_item(&Value::String(other.to_string().into())),
+            }),
+            // Future value kinds: their string form, as in the typed encoding.
+            other => self.bytes_always(1, other.to_string().as_bytes()),
+        }
+    }
+
+    fn array_item(&mut self, v: &Value) {
+        self.message(1, |w| w.any_value(v));
+    }
+
+    /// Repeated `KeyValue` under `tag`.
+    fn attributes<'k>(&mut self, tag: u32, attrs: impl IntoIterator<Item = &'k KeyValue>) {
+        for kv in attrs {
+            self.message(tag, |w| {
+                w.bytes(1, kv.key.as_str().as_bytes());
+                w.message(2, |w| w.any_value(&kv.value));
+            });
+        }
+    }
+
+    fn flags(cx: &SpanContext, remote: bool) -> u32 {
+        u32::from(cx.trace_flags().to_u8())
+            | CONTEXT_HAS_IS_REMOTE
+            | if remote { CONTEXT_IS_REMOTE } else { 0 }
+    }
+
+    fn span(&mut self, s: &SpanData) {
+        let cx = &s.span_context;
+        self.bytes(1, &cx.trace_id().to_bytes());
+        self.bytes(2, &cx.span_id().to_bytes());
+        self.bytes(3, cx.trace_state().header().as_bytes());
+        if s.parent_span_id != opentelemetry::trace::SpanId::INVALID {
+            self.bytes(4, &s.parent_span_id.to_bytes());
+        }
+        self.bytes(5, s.name.as_bytes());
+        self.varint(6, span_kind(&s.span_kind));
+        self.fixed64(7, unix_nanos(s.start_time));
+        self.fixed64(8, unix_nanos(s.end_time));
+        self.attributes(9, &s.attributes);
+        self.varint(10, u64::from(s.dropped_attributes_count));
+        for e in s.events.iter() {
+            self.message(11, |w| {
+                w.fixed64(1, unix_nanos(e.timestamp));
+                w.bytes(2, e.name.as_bytes());
+                w.attributes(3, &e.attributes);
+                w.varint(4, u64::from(e.dropped_attributes_count));
+            });
+        }
+        self.varint(12, u64::from(s.events.dropped_count));
+        for l in s.links.iter() {
+            let lcx = &l.span_context;
+            self.message(13, |w| {
+                w.bytes(1, &lcx.trace_id().to_bytes());
+                w.bytes(2, &lcx.span_id().to_bytes());
+                w.bytes(3, lcx.trace_state().header().as_bytes());
+                w.attributes(4, &l.attributes);
+                w.varint(5, u64::from(l.dropped_attributes_count));
+                w.fixed32(6, Self::flags(lcx, lcx.is_remote()));
+            });
+        }
+        self.varint(14, u64::from(s.links.dropped_count));
+        self.message(15, |w| {
+            let (code, message) = match &s.status {
+                Status::Unset => (0, ""),
+                Status::Ok => (1, ""),
+                Status::Error { description } => (2, description.as_ref()),
+            };
+            w.bytes(2, message.as_bytes());
+            w.varint(3, code);
+        });
+        self.fixed32(16, Self::flags(cx, s.parent_span_is_remote));
+    }
+
+    fn scope(&mut self, scope: &InstrumentationScope) {
+        self.bytes(1, scope.name().as_bytes());
+        self.bytes(2, scope.version().unwrap_or_default().as_bytes());
+        self.attributes(3, scope.attributes());
+    }
+}
+
+/// OTLP `Span.SpanKind` numbers.
+fn span_kind(kind: &SpanKind) -> u64 {
+    match kind {
+        SpanKind::Internal => 1,
+        SpanKind::Server => 2,
+        SpanKind::Client => 3,
+        SpanKind::Producer => 4,
+        SpanKind::Consumer => 5,
+    }
+}
+
+/// The `Resource` message of one instance, encoded once and copied into every batch.
+#[derive(Debug, Clone)]
+pub struct EncodedResource {
+    body: Vec<u8>,
+    schema_url: String,
+}
+
+impl EncodedResource {
+    /// Encodes `resource` (attributes; no entity refs, nothing dropped).
+    pub fn new(resource: &Resource) -> Self {
+        let mut body = Vec::new();
+        let mut w = Writer(&mut body);
+        for (k, v) in resource.iter() {
+            w.message(1, |w| {
+                w.bytes(1, k.as_str().as_bytes());
+                w.message(2, |w| w.any_value(v));
+            });
+        }
+        Self {
+            body,
+            schema_url: resource.schema_url().unwrap_or_default().to_string(),
+        }
+    }
+}
+
+/// The batch as an OTLP `ExportTraceServiceRequest`: one `ResourceSpans`, one `ScopeSpans` per
+/// instrumentation scope in order of first appearance, span order kept within each scope.
+pub fn encode(batch: &[SpanData], resource: &EncodedResource) -> Vec<u8> {
+    // Scopes per batch are few (usually one): a linear search beats hashing each span's scope.
+    let mut groups: Vec<(&InstrumentationScope, Vec<u32>)> = Vec::new();
+    for (i, s) in batch.iter().enumerate() {
+        match groups
+            .iter_mut()
+            .find(|(scope, _)| *scope == &s.instrumentation_scope)
+        {
+            Some((_, spans)) => spans.push(i as u32),
+            None => groups.push((&s.instrumentation_scope, vec![i as u32])),
+        }
+    }
+    let mut out = Vec::with_capacity(resource.body.len() + 64 + batch.len() * 160);
+    let mut w = Writer(&mut out);
+    w.message(1, |w| {
+        w.message(1, |w| w.0.extend_from_slice(&resource.body));
+        for (scope, spans) in &groups {
+            w.message(2, |w| {
+                w.message(1, |w| w.scope(scope));
+                for &i in spans {
+                    w.message(2, |w| w.span(&batch[i as usize]));
+                }
+                w.bytes(3, scope.schema_url().unwrap_or_default().as_bytes());
+            });
+        }
+        w.bytes(3, resource.schema_url.as_bytes());
+    });
+    out
+}
