@@ -1,19 +1,37 @@
-//! The on-disk compilation cache: a second load of the same component is served from disk.
-//! (Its own test binary: the engine and its cache are process-wide.)
+//! The on-disk compilation cache: a second load maps the compiled component from disk, a
+//! changed file is never served a stale artefact, pins are still checked, and a damaged
+//! artefact is replaced. (Its own test binary: the process cache reads its directory from the
+//! environment once.)
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use lens::config::WasmExporterSpec;
 use lens::opentelemetry_sdk::Resource;
 use lens::wasm::WasmSpanExporter;
-use lens::wasm::engine::cache_stats;
+use lens::wasm::cache::ArtifactCache;
+use lens::wasm::engine::{cache_stats, engine};
+use lens::wasm::load_with;
+
+fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == ext))
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 #[test]
-fn a_second_load_is_a_cache_hit() {
+fn a_second_setup_is_served_from_the_process_cache() {
     let dir = tempfile::tempdir().unwrap();
-    // SAFETY: set before any engine exists, in a test binary with this single test.
-    unsafe { std::env::set_var("LENS_WASM_CACHE_DIR", dir.path()) };
+    let cache_dir = dir.path().join("cache");
+    // SAFETY: set before the process cache is first used; no other test here reads it.
+    unsafe { std::env::set_var("LENS_WASM_CACHE_DIR", &cache_dir) };
     let spec = WasmExporterSpec {
         path: PathBuf::from(lens_test_guests::HOSTILE),
         settings: [("mode".to_string(), "panic-on-boom".to_string())].into(),
@@ -24,22 +42,12 @@ fn a_second_load_is_a_cache_hit() {
     WasmSpanExporter::from_config("cold", &spec, &resource).unwrap();
     let cold = cold.elapsed();
     let first = cache_stats().expect("the cache is on");
-    assert_eq!(
-        first.directory,
-        dir.path()
-            .canonicalize()
-            .unwrap_or(dir.path().to_path_buf())
-    );
+    assert_eq!(first.directory, cache_dir);
     assert_eq!((first.hits, first.misses), (0, 1), "{first:?}");
-    // The cache is written in the background.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while walk(dir.path()) == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "nothing was written to the cache"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert_eq!(files(&cache_dir, "cwasm").len(), 1, "one artefact stored");
+    let mode = std::fs::metadata(&cache_dir).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "the cache holds native code: private");
+
     let warm = Instant::now();
     WasmSpanExporter::from_config("warm", &spec, &resource).unwrap();
     let warm = warm.elapsed();
@@ -48,19 +56,97 @@ fn a_second_load_is_a_cache_hit() {
     eprintln!("hostile guest: cold setup {cold:?}, cached setup {warm:?}");
 }
 
-fn walk(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| {
-                    if e.path().is_dir() {
-                        walk(&e.path())
-                    } else {
-                        1
-                    }
-                })
-                .sum()
-        })
-        .unwrap_or(0)
+#[test]
+fn a_file_rewritten_in_place_is_never_served_the_old_artefact() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ArtifactCache::new(dir.path().join("c"), u64::MAX);
+    let wasm = dir.path().join("exporter.wasm");
+    let engine = engine(false).unwrap();
+    std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
+    let recorder = load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    assert_eq!(
+        load_with(&wasm, None, engine, Some(&cache)).unwrap().sha256,
+        recorder.sha256
+    );
+    assert_eq!((cache.stats().hits, cache.stats().misses), (1, 1));
+
+    // Same path, different content: the file's identity changed, so it is read and hashed.
+    std::fs::copy(lens_test_guests::HOSTILE, &wasm).unwrap();
+    let hostile = load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    assert_ne!(hostile.sha256, recorder.sha256);
+    let expected = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(std::fs::read(&wasm).unwrap()))
+    };
+    assert_eq!(hostile.sha256, expected);
+    assert_eq!((cache.stats().hits, cache.stats().misses), (1, 2));
+
+    // Back to the first content: its artefact is still there.
+    std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
+    let again = load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    assert_eq!(again.sha256, recorder.sha256);
+    assert_eq!((cache.stats().hits, cache.stats().misses), (2, 2));
+}
+
+#[test]
+fn a_sha256_pin_is_checked_on_a_cache_hit_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ArtifactCache::new(dir.path().join("c"), u64::MAX);
+    let wasm = dir.path().join("exporter.wasm");
+    std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
+    let engine = engine(false).unwrap();
+    let sha = load_with(&wasm, None, engine, Some(&cache)).unwrap().sha256;
+    let pin = "0".repeat(64);
+    let err = load_with(&wasm, Some(&pin), engine, Some(&cache))
+        .err()
+        .expect("a wrong pin refuses the file");
+    assert_eq!(
+        err,
+        format!("sha256 is {sha}, but the config pins {pin}: refusing to load it")
+    );
+    assert!(load_with(&wasm, Some(&sha.to_uppercase()), engine, Some(&cache)).is_ok());
+}
+
+#[test]
+fn a_damaged_artefact_is_discarded_and_compiled_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache_dir = dir.path().join("c");
+    let cache = ArtifactCache::new(&cache_dir, u64::MAX);
+    let wasm = dir.path().join("exporter.wasm");
+    std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
+    let engine = engine(false).unwrap();
+    load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    let artefact = files(&cache_dir, "cwasm").pop().unwrap();
+    std::fs::write(&artefact, b"not a compiled component").unwrap();
+    let loaded = load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    assert!(loaded.imports.iter().any(|i| i.starts_with("wasi:")));
+    assert_eq!((cache.stats().hits, cache.stats().misses), (0, 2));
+    assert!(
+        std::fs::metadata(&artefact).unwrap().len() > 1000,
+        "rewritten"
+    );
+    load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    assert_eq!(cache.stats().hits, 1);
+}
+
+#[test]
+fn the_cache_is_pruned_to_its_size_limit_oldest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache_dir = dir.path().join("c");
+    // A limit below one artefact: each new one evicts those before it, never itself.
+    let cache = ArtifactCache::new(&cache_dir, 1);
+    let engine = engine(false).unwrap();
+    let mut last = String::new();
+    for (i, fixture) in [lens_test_guests::RECORDER, lens_test_guests::HOSTILE]
+        .iter()
+        .enumerate()
+    {
+        let wasm = dir.path().join(format!("e{i}.wasm"));
+        std::fs::copy(fixture, &wasm).unwrap();
+        last = load_with(&wasm, None, engine, Some(&cache)).unwrap().sha256;
+        assert_eq!(files(&cache_dir, "cwasm").len(), 1);
+    }
+    let kept = files(&cache_dir, "cwasm").pop().unwrap();
+    let kept = kept.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(kept.starts_with(&last), "{kept} is the newest artefact");
 }

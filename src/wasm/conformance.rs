@@ -189,13 +189,12 @@ pub fn check(spec: &WasmExporterSpec) -> Result<CheckReport, LensError> {
         path: spec.path.clone(),
         message,
     };
-    let cold_engine = engine::uncached_engine().map_err(err)?;
+    let engine = engine::engine(spec.fuel_per_call.is_some()).map_err(err)?;
     let cold = Instant::now();
-    let loaded = super::load(&spec.path, spec.sha256.as_deref(), &cold_engine).map_err(err)?;
+    let loaded = super::load_with(&spec.path, spec.sha256.as_deref(), engine, None).map_err(err)?;
     let cold_compile = cold.elapsed();
-    let cached = engine::engine(spec.fuel_per_call.is_some()).map_err(err)?;
+    let cached = engine;
     super::load(&spec.path, None, cached).map_err(err)?; // populate the cache
-    std::thread::sleep(Duration::from_millis(300)); // the cache is written in the background
     let hits_before = engine::cache_stats().map(|s| s.hits).unwrap_or(0);
     let warm = Instant::now();
     super::load(&spec.path, None, cached).map_err(err)?;

@@ -1,56 +1,19 @@
-//! One wasmtime `Engine` per process (two when some exporter asks for fuel), an epoch ticker
-//! for call deadlines, and wasmtime's on-disk compilation cache.
+//! One wasmtime `Engine` per process (two when some exporter asks for fuel) and an epoch
+//! ticker for call deadlines. Compiled components are cached by [`super::cache`].
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use wasmtime::{Cache, CacheConfig, Config, Engine};
+use wasmtime::{Config, Engine};
 
 /// Epoch period: call deadlines are rounded up to this.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// The process's compilation cache, shared by its engines (`None`: disabled or unavailable).
-fn cache() -> Option<Cache> {
-    static CACHE: OnceLock<Option<Cache>> = OnceLock::new();
-    CACHE.get_or_init(open_cache).clone()
-}
-
-/// Hits and misses of the compilation cache so far, and where it lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CacheStats {
-    /// Compilations served from disk.
-    pub hits: usize,
-    /// Compilations done and written to disk.
-    pub misses: usize,
-    /// The cache directory.
-    pub directory: std::path::PathBuf,
-}
+pub use super::cache::CacheStats;
 
 /// Statistics of the compilation cache, `None` when it is disabled.
 pub fn cache_stats() -> Option<CacheStats> {
-    cache().map(|c| CacheStats {
-        hits: c.cache_hits(),
-        misses: c.cache_misses(),
-        directory: c.directory().clone(),
-    })
-}
-
-/// `LENS_WASM_CACHE_DIR` overrides the cache directory; `LENS_WASM_CACHE=off` disables it.
-fn open_cache() -> Option<Cache> {
-    if std::env::var("LENS_WASM_CACHE").is_ok_and(|v| v == "off" || v == "0") {
-        return None;
-    }
-    let mut config = CacheConfig::new();
-    if let Ok(dir) = std::env::var("LENS_WASM_CACHE_DIR") {
-        config.with_directory(dir);
-    }
-    match Cache::new(config) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            log::warn!("wasm compilation cache unavailable, compiling every start: {e:#}");
-            None
-        }
-    }
+    super::cache::process_cache().map(|c| c.stats())
 }
 
 fn config(fuel: bool) -> Config {
@@ -61,18 +24,9 @@ fn config(fuel: bool) -> Config {
     config
 }
 
-/// A separate engine with the same settings and no cache, to measure a cold compile.
-pub fn uncached_engine() -> Result<Engine, String> {
-    let mut config = config(false);
-    config.cache(None);
-    Engine::new(&config).map_err(|e| format!("cannot create the wasm engine: {e:#}"))
-}
-
 fn build(fuel: bool) -> Result<Engine, String> {
-    let mut config = config(fuel);
-    config.cache(cache());
     let engine =
-        Engine::new(&config).map_err(|e| format!("cannot create the wasm engine: {e:#}"))?;
+        Engine::new(&config(fuel)).map_err(|e| format!("cannot create the wasm engine: {e:#}"))?;
     let ticker = engine.weak();
     std::thread::Builder::new()
         .name("lens-wasm-epoch".into())

@@ -9,6 +9,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 use super::bindings::ExporterPre;
+use super::cache::{self, ArtifactCache};
 use super::sandbox::HostState;
 
 /// The interface every exporter must export.
@@ -37,19 +38,40 @@ pub struct LoadedComponent {
     pub size: usize,
     /// What the component imports (its capabilities), e.g. `wasi:filesystem/types@0.2.6`.
     pub imports: Vec<String>,
-    /// Time to compile (or load from the cache) and link.
+    /// Time to check, compile (or map from the cache) and link.
     pub load_time: Duration,
 }
 
 /// What is wrong with a file, one sentence.
 pub type LoadError = String;
 
-/// Reads, checks and compiles `path` for `engine`.
+/// Reads, checks and compiles `path` for `engine`, through the process's compilation cache.
 pub fn load(
     path: &Path,
     sha256_pin: Option<&str>,
     engine: &Engine,
 ) -> Result<LoadedComponent, LoadError> {
+    load_with(path, sha256_pin, engine, cache::process_cache())
+}
+
+fn check_pin(sha256: &str, pin: Option<&str>) -> Result<(), LoadError> {
+    match pin {
+        Some(pin) if !pin.eq_ignore_ascii_case(sha256) => Err(format!(
+            "sha256 is {sha256}, but the config pins {}: refusing to load it",
+            pin.to_ascii_lowercase()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// [`load`] with an explicit cache (`None`: always compile, e.g. to measure a cold start).
+pub fn load_with(
+    path: &Path,
+    sha256_pin: Option<&str>,
+    engine: &Engine,
+    cache: Option<&ArtifactCache>,
+) -> Result<LoadedComponent, LoadError> {
+    let started = Instant::now();
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => "file not found".to_string(),
         _ => format!("cannot read the file: {e}"),
@@ -57,20 +79,38 @@ pub fn load(
     if meta.is_dir() {
         return Err("is a directory, not a .wasm component file".into());
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read the file: {e}"))?;
-    let sha256 = hex::encode(Sha256::digest(&bytes));
-    if let Some(pin) = sha256_pin
-        && !pin.eq_ignore_ascii_case(&sha256)
-    {
-        return Err(format!(
-            "sha256 is {sha256}, but the config pins {}: refusing to load it",
-            pin.to_ascii_lowercase()
-        ));
+    let invalid = |e: wasmtime::Error| format!("invalid component: {e:#}");
+    // Fast path: an unmodified file whose compiled form is on disk is neither read nor hashed.
+    let known = cache.and_then(|c| c.known_sha256(path, &meta));
+    if let Some(sha) = &known {
+        check_pin(sha, sha256_pin)?;
     }
-    check_header(&bytes)?;
-    let started = Instant::now();
-    let component =
-        Component::new(engine, &bytes).map_err(|e| format!("invalid component: {e:#}"))?;
+    let mapped = cache
+        .zip(known)
+        .and_then(|(c, sha)| Some((c.get(&sha, engine)?, sha)));
+    let (component, sha256) = match mapped {
+        Some(found) => found,
+        None => {
+            let bytes = std::fs::read(path).map_err(|e| format!("cannot read the file: {e}"))?;
+            let sha256 = hex::encode(Sha256::digest(&bytes));
+            check_pin(&sha256, sha256_pin)?;
+            check_header(&bytes)?;
+            let component = match cache {
+                Some(c) => match c.get(&sha256, engine) {
+                    Some(component) => {
+                        // Same content under a new path or timestamp: remember it.
+                        let _ = c.remember(path, &meta, &sha256);
+                        component
+                    }
+                    None => c
+                        .compile(engine, &bytes, &sha256, path, &meta)
+                        .map_err(invalid)?,
+                },
+                None => Component::new(engine, &bytes).map_err(invalid)?,
+            };
+            (component, sha256)
+        }
+    };
     let imports: Vec<String> = component
         .component_type()
         .imports(engine)
@@ -103,7 +143,7 @@ pub fn load(
         pre,
         path: path.to_path_buf(),
         sha256,
-        size: bytes.len(),
+        size: meta.len() as usize,
         imports,
         load_time: started.elapsed(),
     })

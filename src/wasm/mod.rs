@@ -5,13 +5,15 @@
 //! - [`bindings`]: the host side generated from the WIT;
 //! - [`builtin`]: the JSON-lines exporter embedded in the binary;
 //! - [`encode`]: the two batch encodings (typed records, OTLP protobuf bytes);
-//! - [`engine`]: one engine per process, epoch deadlines, the compilation cache;
+//! - [`engine`]: one engine per process and its epoch deadlines;
+//! - [`cache`]: compiled components on disk, mapped into memory on the next start;
 //! - [`mod@load`]: validation of a `.wasm` file, with one clear error per problem;
 //! - [`sandbox`]: what a guest may touch (deny by default) and its memory cap;
 //! - [`exporter`]: the `SpanExporter` running a guest on its own thread, with restarts and backoff.
 
 pub mod bindings;
 pub mod builtin;
+pub mod cache;
 pub mod conformance;
 pub mod encode;
 pub mod engine;
@@ -24,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use exporter::WasmSpanExporter;
-pub use load::{LoadedComponent, load};
+pub use load::{LoadedComponent, load, load_with};
 
 use crate::config::{BatchConfig, WasmExporterSpec};
 use crate::error::LensError;

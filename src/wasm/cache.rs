@@ -1,0 +1,279 @@
+//! Compiled components on disk, mapped straight into memory on the next start.
+//!
+//! wasmtime's own cache hashes the whole `.wasm` on every load and decompresses the artefact:
+//! ~190 ms for the 12–18 MB Python and JavaScript guests on the project machine, most of it
+//! reading, hashing and decompressing (`cargo bench --bench pipeline -- --only startup`). This
+//! cache stores what `Engine::precompile_component` produces, uncompressed, and loads it with
+//! `Component::deserialize_file`, which maps the file: 2–5 ms for the same guests.
+//!
+//! Layout of the directory (`LENS_WASM_CACHE_DIR`, else `$XDG_CACHE_HOME/lens/wasm`, else
+//! `~/.cache/lens/wasm`; `LENS_WASM_CACHE=off` disables it):
+//! - `<sha256 of the .wasm>-<engine hash>.cwasm`: the compiled component. The engine hash
+//!   covers wasmtime's version and every compilation setting, so a fuel engine and a plain one
+//!   (or two Lens versions) never share an artefact.
+//! - `index/<key>`: the SHA-256 of the `.wasm` file last seen at a path, keyed by that path
+//!   and its device, inode, size, modification and change times. A file that was not touched
+//!   is neither read nor hashed again; any write to it changes its change time (which no
+//!   unprivileged process can set back), so the index can never hand out a stale SHA-256, and
+//!   a `sha256` pin in the config is still checked against the file's content.
+//!
+//! Artefacts are native code: the directory is created private to the user (0700), as it
+//! holds what this process will execute. It is pruned to `LENS_WASM_CACHE_MAX_MB` (default
+//! 2048) after each new artefact, least recently used first.
+
+use std::fs::{self, File};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// Default size limit of the cache directory.
+pub const DEFAULT_MAX_MB: u64 = 2048;
+
+/// The on-disk cache of compiled components.
+#[derive(Debug)]
+pub struct ArtifactCache {
+    dir: PathBuf,
+    max_bytes: u64,
+    hits: AtomicUsize,
+    misses: AtomicUsize,
+}
+
+/// Hits and misses of the compilation cache so far, and where it lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Loads served from a compiled artefact on disk.
+    pub hits: usize,
+    /// Loads that compiled (and then stored the artefact).
+    pub misses: usize,
+    /// The cache directory.
+    pub directory: PathBuf,
+}
+
+/// The process's cache, `None` when disabled or without a home directory.
+pub fn process_cache() -> Option<&'static ArtifactCache> {
+    static CACHE: OnceLock<Option<ArtifactCache>> = OnceLock::new();
+    CACHE
+        .get_or_init(|| {
+            if std::env::var("LENS_WASM_CACHE").is_ok_and(|v| v == "off" || v == "0") {
+                return None;
+            }
+            let dir = std::env::var_os("LENS_WASM_CACHE_DIR")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("lens/wasm"))
+                })
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/lens/wasm"))
+                });
+            let Some(dir) = dir else {
+                log::warn!("no HOME: the wasm compilation cache is off, compiling every start");
+                return None;
+            };
+            let max_mb = std::env::var("LENS_WASM_CACHE_MAX_MB")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(DEFAULT_MAX_MB);
+            Some(ArtifactCache::new(dir, max_mb.saturating_mul(1 << 20)))
+        })
+        .as_ref()
+}
+
+/// Identity of a file as last written: what the index is keyed by.
+fn stat_key(path: &Path, meta: &fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let identity = format!(
+        "{}\0{}\0{}\0{}\0{}.{}\0{}.{}",
+        canonical.display(),
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    );
+    hex::encode(&Sha256::digest(identity.as_bytes())[..16])
+}
+
+fn engine_hash(engine: &Engine) -> u64 {
+    let mut h = DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut h);
+    h.finish()
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename: readers never see a torn file.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    fs::rename(&tmp, path)
+}
+
+impl ArtifactCache {
+    /// A cache in `dir`, pruned to `max_bytes`.
+    pub fn new(dir: impl Into<PathBuf>, max_bytes: u64) -> Self {
+        Self {
+            dir: dir.into(),
+            max_bytes,
+            hits: AtomicUsize::new(0),
+            misses: AtomicUsize::new(0),
+        }
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Relaxed),
+            misses: self.misses.load(Relaxed),
+            directory: self.dir.clone(),
+        }
+    }
+
+    fn artifact(&self, sha256: &str, engine: &Engine) -> PathBuf {
+        self.dir
+            .join(format!("{sha256}-{:016x}.cwasm", engine_hash(engine)))
+    }
+
+    /// The SHA-256 recorded for this exact file, if it was not modified since.
+    pub(crate) fn known_sha256(&self, path: &Path, meta: &fs::Metadata) -> Option<String> {
+        let recorded =
+            fs::read_to_string(self.dir.join("index").join(stat_key(path, meta))).ok()?;
+        let sha = recorded.trim();
+        (sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then(|| sha.to_string())
+    }
+
+    /// The compiled component for `sha256`, mapped from disk; `None` when absent or unusable
+    /// (an unusable artefact is removed, and the caller compiles again).
+    pub(crate) fn get(&self, sha256: &str, engine: &Engine) -> Option<Component> {
+        let path = self.artifact(sha256, engine);
+        if !path.is_file() {
+            return None;
+        }
+        // SAFETY: the file was written by `store` from `Engine::precompile_component` for an
+        // engine with the same compatibility hash, into a directory private to this user;
+        // wasmtime checks its header and engine settings again before using it. Mapping can
+        // fail where the directory is mounted `noexec`: then the bytes are read instead.
+        let loaded = unsafe { Component::deserialize_file(engine, &path) }.or_else(|mapped| {
+            let bytes = fs::read(&path)?;
+            log::debug!(
+                "wasm cache: cannot map {} ({mapped:#}), read instead",
+                path.display()
+            );
+            unsafe { Component::deserialize(engine, &bytes) }
+        });
+        match loaded {
+            Ok(c) => {
+                self.hits.fetch_add(1, Relaxed);
+                // Recently used: the pruning removes the oldest artefacts first.
+                if let Ok(f) = File::options().append(true).open(&path) {
+                    let _ = f.set_modified(SystemTime::now());
+                }
+                Some(c)
+            }
+            Err(e) => {
+                log::warn!(
+                    "wasm cache: discarding {} ({e:#}); compiling again",
+                    path.display()
+                );
+                let _ = fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Compiles `wasm` once, stores the artefact and the file's index entry, and returns the
+    /// component. A cache that cannot be written only costs the next start its compile.
+    pub(crate) fn compile(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        sha256: &str,
+        path: &Path,
+        meta: &fs::Metadata,
+    ) -> wasmtime::Result<Component> {
+        self.misses.fetch_add(1, Relaxed);
+        let compiled = engine.precompile_component(wasm)?;
+        // SAFETY: `compiled` was produced just now by this engine.
+        let component = unsafe { Component::deserialize(engine, &compiled)? };
+        if let Err(e) = self.store(engine, &compiled, sha256, path, meta) {
+            log::warn!(
+                "wasm cache: cannot write to {}: {e}; the next start compiles again",
+                self.dir.display()
+            );
+        }
+        Ok(component)
+    }
+
+    fn store(
+        &self,
+        engine: &Engine,
+        compiled: &[u8],
+        sha256: &str,
+        path: &Path,
+        meta: &fs::Metadata,
+    ) -> std::io::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(self.dir.join("index"))?;
+        let artifact = self.artifact(sha256, engine);
+        write_atomically(&artifact, compiled)?;
+        self.remember(path, meta, sha256)?;
+        self.prune(&artifact);
+        Ok(())
+    }
+
+    /// Records that the file at `path`, as it is now, has this SHA-256.
+    pub(crate) fn remember(
+        &self,
+        path: &Path,
+        meta: &fs::Metadata,
+        sha256: &str,
+    ) -> std::io::Result<()> {
+        let index = self.dir.join("index");
+        if !index.is_dir() {
+            return Ok(()); // nothing compiled here yet
+        }
+        write_atomically(&index.join(stat_key(path, meta)), sha256.as_bytes())
+    }
+
+    /// Removes the least recently used artefacts beyond the size limit, never `keep` (the one
+    /// just written).
+    fn prune(&self, keep: &Path) {
+        let Ok(entries) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut artifacts: Vec<(SystemTime, u64, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+            .filter_map(|e| {
+                let m = e.metadata().ok()?;
+                Some((m.modified().ok()?, m.len(), e.path()))
+            })
+            .collect();
+        let mut total: u64 = artifacts.iter().map(|a| a.1).sum();
+        artifacts.sort();
+        for (_, len, path) in artifacts {
+            if total <= self.max_bytes {
+                break;
+            }
+            if path == keep {
+                continue;
+            }
+            if fs::remove_file(&path).is_ok() {
+                total -= len;
+                log::debug!("wasm cache: pruned {}", path.display());
+            }
+        }
+    }
+}
