@@ -66,7 +66,7 @@ fn span_context(cx: &opentelemetry::trace::SpanContext) -> wit::SpanContext {
     }
 }
 
-fn span_kind(kind: &SpanKind) -> wit::SpanKind {
+pub(crate) fn span_kind(kind: &SpanKind) -> wit::SpanKind {
     match kind {
         SpanKind::Client => wit::SpanKind::Client,
         SpanKind::Server => wit::SpanKind::Server,

@@ -16,6 +16,7 @@ use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+use wasmtime::component::{Func, Instance};
 use wasmtime::{Engine, Store};
 
 use super::bindings::exports::lens::exporter::span_exporter::Guest;
@@ -23,6 +24,8 @@ use super::bindings::types::{Batch, Encoding};
 use super::bindings::{Exporter, ExporterPre};
 use super::encode;
 use super::engine::ticks;
+use super::load::EXPORT_NAME;
+use super::lower::{self, TypedBatchRef};
 use super::otlp_bytes::{self, EncodedResource};
 use super::sandbox::{Grants, HostState, MemoryLimitExceeded};
 use crate::trace::ExporterStats;
@@ -123,6 +126,19 @@ pub fn fault_kind(e: &wasmtime::Error) -> String {
     }
 }
 
+/// The guest's `export` function, for calls lowered from borrowed spans.
+fn export_func(instance: &Instance, store: &mut Store<HostState>) -> wasmtime::Result<Func> {
+    let interface = instance
+        .get_export_index(&mut *store, None, EXPORT_NAME)
+        .ok_or_else(|| wasmtime::format_err!("no `{EXPORT_NAME}` export"))?;
+    let func = instance
+        .get_export_index(&mut *store, Some(&interface), "export")
+        .ok_or_else(|| wasmtime::format_err!("no `export` function in `{EXPORT_NAME}`"))?;
+    instance
+        .get_func(&mut *store, &func)
+        .ok_or_else(|| wasmtime::format_err!("`export` of `{EXPORT_NAME}` is not a function"))
+}
+
 impl Runtime {
     /// Arms the deadline (and fuel) for the next guest call.
     fn arm(&self, store: &mut Store<HostState>) -> wasmtime::Result<()> {
@@ -155,23 +171,25 @@ impl Runtime {
     ) {
         let _suppress = opentelemetry::Context::enter_telemetry_suppressed_scope();
         let started =
-            (|| -> wasmtime::Result<(Store<HostState>, Exporter, Result<Encoding, String>)> {
+            (|| -> wasmtime::Result<(Store<HostState>, Exporter, Func, Result<Encoding, String>)> {
                 let mut store = Store::new(&self.engine, HostState::new(&self.grants)?);
                 store.limiter(|s| &mut s.limiter);
                 store.epoch_deadline_trap();
                 self.arm(&mut store)?;
-                let bindings = self.pre.instantiate(&mut store)?;
+                let instance = self.pre.instance_pre().instantiate(&mut store)?;
+                let bindings = Exporter::new(&mut store, &instance)?;
+                let export = export_func(&instance, &mut store)?;
                 self.arm(&mut store)?;
                 let init = bindings.lens_exporter_span_exporter().call_init(
                     &mut store,
                     &self.settings,
                     &encode::resource(&resource),
                 )?;
-                Ok((store, bindings, init))
+                Ok((store, bindings, export, init))
             })();
-        let (mut store, bindings, encoding) = match started {
-            Ok((store, b, Ok(enc))) => (store, b, enc),
-            Ok((store, _, Err(msg))) => {
+        let (mut store, bindings, export, encoding) = match started {
+            Ok((store, b, export, Ok(enc))) => (store, b, export, enc),
+            Ok((store, _, _, Err(msg))) => {
                 let _ = ready.send(self.outcome(&store, Ok(Err(format!("init: {msg}")))));
                 return;
             }
@@ -192,15 +210,24 @@ impl Runtime {
         for job in jobs {
             let (result, reply) = match job {
                 Job::Export(batch, reply) => {
-                    let batch = match encoding {
-                        Encoding::Typed => Batch::Typed(encode::typed_batch(&batch)),
-                        Encoding::OtlpProtobuf => {
-                            Batch::OtlpProtobuf(otlp_bytes::encode(&batch, &otlp_resource))
-                        }
-                    };
-                    let r = self
-                        .arm(&mut store)
-                        .and_then(|()| guest.call_export(&mut store, &batch));
+                    let r = self.arm(&mut store).and_then(|()| match encoding {
+                        Encoding::Typed => match lower::typed_batch(&batch) {
+                            Some(typed) => export
+                                .typed::<(&TypedBatchRef<'_>,), (Result<(), String>,)>(&store)
+                                .and_then(|f| f.call(&mut store, (&typed,)))
+                                .map(|(r,)| r),
+                            // A value kind newer than this host: the owned encoding renders
+                            // it as a string.
+                            None => guest.call_export(
+                                &mut store,
+                                &Batch::Typed(encode::typed_batch(&batch)),
+                            ),
+                        },
+                        Encoding::OtlpProtobuf => guest.call_export(
+                            &mut store,
+                            &Batch::OtlpProtobuf(otlp_bytes::encode(&batch, &otlp_resource)),
+                        ),
+                    });
                     (r, reply)
                 }
                 Job::Flush(reply) => {

@@ -4,7 +4,8 @@
 //!
 //! - [`bindings`]: the host side generated from the WIT;
 //! - [`builtin`]: the JSON-lines exporter embedded in the binary;
-//! - [`encode`]: the two batch encodings (typed records, OTLP protobuf bytes);
+//! - [`encode`]: the two batch encodings (typed records, OTLP protobuf bytes); typed batches
+//!   are lowered borrowing from the spans (`lower`), OTLP bytes written by [`otlp_bytes`];
 //! - [`engine`]: one engine per process and its epoch deadlines;
 //! - [`cache`]: compiled components on disk, mapped into memory on the next start;
 //! - [`mod@load`]: validation of a `.wasm` file, with one clear error per problem;
@@ -19,6 +20,7 @@ pub mod encode;
 pub mod engine;
 pub mod exporter;
 pub mod load;
+mod lower;
 pub mod otlp_bytes;
 pub mod sandbox;
 
