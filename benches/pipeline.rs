@@ -328,8 +328,8 @@ fn app_thread(opts: &Opts, builtin: &Path, dir: &Path, rows: &mut Vec<Row>) -> u
     dropped
 }
 
-/// 2. Export throughput through each exporter, batches of 512, spans made beforehand; returns
-/// the peak memory of each guest.
+/// Export throughput (section 2) through each exporter, batches of 512, spans made
+/// beforehand; returns the peak memory of each guest.
 fn export_throughput(
     opts: &Opts,
     builtin: &Path,

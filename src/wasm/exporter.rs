@@ -126,6 +126,13 @@ pub fn fault_kind(e: &wasmtime::Error) -> String {
     }
 }
 
+/// An instantiated guest: its store, bindings and the raw `export` function.
+struct Live {
+    store: Store<HostState>,
+    bindings: Exporter,
+    export: Func,
+}
+
 /// The guest's `export` function, for calls lowered from borrowed spans.
 fn export_func(instance: &Instance, store: &mut Store<HostState>) -> wasmtime::Result<Func> {
     let interface = instance
@@ -135,7 +142,7 @@ fn export_func(instance: &Instance, store: &mut Store<HostState>) -> wasmtime::R
         .get_export_index(&mut *store, Some(&interface), "export")
         .ok_or_else(|| wasmtime::format_err!("no `export` function in `{EXPORT_NAME}`"))?;
     instance
-        .get_func(&mut *store, &func)
+        .get_func(&mut *store, func)
         .ok_or_else(|| wasmtime::format_err!("`export` of `{EXPORT_NAME}` is not a function"))
 }
 
@@ -170,26 +177,32 @@ impl Runtime {
         jobs: Receiver<Job>,
     ) {
         let _suppress = opentelemetry::Context::enter_telemetry_suppressed_scope();
-        let started =
-            (|| -> wasmtime::Result<(Store<HostState>, Exporter, Func, Result<Encoding, String>)> {
-                let mut store = Store::new(&self.engine, HostState::new(&self.grants)?);
-                store.limiter(|s| &mut s.limiter);
-                store.epoch_deadline_trap();
-                self.arm(&mut store)?;
-                let instance = self.pre.instance_pre().instantiate(&mut store)?;
-                let bindings = Exporter::new(&mut store, &instance)?;
-                let export = export_func(&instance, &mut store)?;
-                self.arm(&mut store)?;
-                let init = bindings.lens_exporter_span_exporter().call_init(
-                    &mut store,
-                    &self.settings,
-                    &encode::resource(&resource),
-                )?;
-                Ok((store, bindings, export, init))
-            })();
+        let started = (|| -> wasmtime::Result<(Live, Result<Encoding, String>)> {
+            let mut store = Store::new(&self.engine, HostState::new(&self.grants)?);
+            store.limiter(|s| &mut s.limiter);
+            store.epoch_deadline_trap();
+            self.arm(&mut store)?;
+            let instance = self.pre.instance_pre().instantiate(&mut store)?;
+            let bindings = Exporter::new(&mut store, &instance)?;
+            let export = export_func(&instance, &mut store)?;
+            self.arm(&mut store)?;
+            let init = bindings.lens_exporter_span_exporter().call_init(
+                &mut store,
+                &self.settings,
+                &encode::resource(&resource),
+            )?;
+            Ok((
+                Live {
+                    store,
+                    bindings,
+                    export,
+                },
+                init,
+            ))
+        })();
         let (mut store, bindings, export, encoding) = match started {
-            Ok((store, b, export, Ok(enc))) => (store, b, export, enc),
-            Ok((store, _, _, Err(msg))) => {
+            Ok((live, Ok(enc))) => (live.store, live.bindings, live.export, enc),
+            Ok((Live { store, .. }, Err(msg))) => {
                 let _ = ready.send(self.outcome(&store, Ok(Err(format!("init: {msg}")))));
                 return;
             }
