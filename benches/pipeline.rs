@@ -527,6 +527,9 @@ fn startup(builtin: &Path, dir: &Path, rows: &mut Vec<Row>) {
     }
 }
 
+/// The first heading of the hand-written part of `docs/benchmarks.md`.
+const HAND_WRITTEN: &str = "## Scale:";
+
 fn write_report(rows: &[Row], quick: bool, dropped: u64) {
     let mut md = String::new();
     writeln!(md, "# Lens benchmarks\n").unwrap();
@@ -566,6 +569,12 @@ fn write_report(rows: &[Row], quick: bool, dropped: u64) {
     )
     .unwrap();
     let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    // Everything from the hand-written scale run on (not produced by this binary) is kept.
+    let previous = std::fs::read_to_string(docs.join("benchmarks.md")).unwrap_or_default();
+    if let Some(at) = previous.find(HAND_WRITTEN) {
+        md.push('\n');
+        md.push_str(&previous[at..]);
+    }
     std::fs::write(docs.join("benchmarks.md"), md).unwrap();
     std::fs::write(docs.join("benchmarks.svg"), svg(rows)).unwrap();
     println!(
