@@ -372,6 +372,11 @@ fn export_throughput(
             "Rust JSON-lines guest (typed)".into(),
             jsonl_spec(builtin.to_path_buf(), dir),
         ),
+        ("Rust JSON-lines guest (typed), fuel metered too".into(), {
+            let mut spec = jsonl_spec(builtin.to_path_buf(), dir);
+            spec.fuel_per_call = Some(1 << 40);
+            spec
+        }),
         ("no-op guest, typed".into(), noop_spec("typed")),
         ("no-op guest, OTLP bytes".into(), noop_spec("otlp")),
         (
@@ -430,7 +435,34 @@ fn export_throughput(
         .position(|r| r.group == thr)
         .unwrap_or(rows.len());
     rows.insert(first, native_row);
-    let bnd = "No-op guest boundary cost, µs per span at batch 512";
+    // The same no-op guests at other batch sizes (same number of spans in all).
+    for size in [64usize, 2048] {
+        if !opts.matches("no-op") {
+            break;
+        }
+        let sized: Vec<SpanData> = (0..size).map(|i| batch[i % batch.len()].clone()).collect();
+        let n = (per_round * batch.len()).div_ceil(size);
+        for encoding in ["typed", "otlp"] {
+            let (e, _) =
+                WasmSpanExporter::from_config("bench", &noop_spec(encoding), &resource).unwrap();
+            let export = |b| futures_executor::block_on(e.export(b)).unwrap();
+            export(sized.clone());
+            let us = median(
+                (0..rounds)
+                    .map(|_| {
+                        let copies: Vec<Vec<SpanData>> = (0..n).map(|_| sized.clone()).collect();
+                        let started = Instant::now();
+                        copies.into_iter().for_each(&export);
+                        started.elapsed().as_secs_f64() * 1e6 / (n * size) as f64
+                    })
+                    .collect(),
+            );
+            let _ = e.shutdown();
+            let label = if encoding == "otlp" { "OTLP bytes" } else { "typed" };
+            boundary.push((format!("no-op guest, {label}, batch {size}"), us));
+        }
+    }
+    let bnd = "No-op guest boundary cost, µs per span (batches of 512 unless stated)";
     for (name, us) in boundary {
         rows.push(Row {
             group: bnd,
