@@ -458,7 +458,11 @@ fn export_throughput(
                     .collect(),
             );
             let _ = e.shutdown();
-            let label = if encoding == "otlp" { "OTLP bytes" } else { "typed" };
+            let label = if encoding == "otlp" {
+                "OTLP bytes"
+            } else {
+                "typed"
+            };
             boundary.push((format!("no-op guest, {label}, batch {size}"), us));
         }
     }
