@@ -110,8 +110,15 @@ fn engine_hash(engine: &Engine) -> u64 {
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename: readers never see a torn file.
+/// The temporary name is unique per write, so two threads (or ranks) storing the same artefact
+/// never write into one file.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    static WRITES: AtomicUsize = AtomicUsize::new(0);
+    let tmp = path.with_extension(format!(
+        "tmp{}-{}",
+        std::process::id(),
+        WRITES.fetch_add(1, Relaxed)
+    ));
     let mut f = File::create(&tmp)?;
     f.write_all(bytes)?;
     f.sync_all()?;

@@ -107,7 +107,7 @@ impl Writer<'_> {
                 Array::F64(xs) => xs.iter().for_each(|x| w.array_item(&Value::F64(*x))),
                 Array::String(xs) => xs
                     .iter()
-                    .for_each(|x| w.array_item(&Value::String(x.clone()))),
+                    .for_each(|x| w.message(1, |w| w.bytes_always(1, x.as_str().as_bytes()))),
                 // Future array kinds reach the guest as their string form, as in `typed`.
                 other => w.array_item(&Value::String(other.to_string().into())),
             }),
