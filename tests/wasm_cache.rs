@@ -150,3 +150,34 @@ fn the_cache_is_pruned_to_its_size_limit_oldest_first() {
     let kept = kept.file_name().unwrap().to_string_lossy().into_owned();
     assert!(kept.starts_with(&last), "{kept} is the newest artefact");
 }
+
+#[test]
+fn threads_storing_the_same_artefact_at_once_all_get_a_working_component() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ArtifactCache::new(dir.path().join("c"), u64::MAX);
+    let wasm = dir.path().join("exporter.wasm");
+    std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
+    let engine = engine(false).unwrap();
+    std::thread::scope(|s| {
+        let loads: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| load_with(&wasm, None, engine, Some(&cache)).map(|l| l.sha256)))
+            .collect();
+        let shas: Vec<String> = loads
+            .into_iter()
+            .map(|h| h.join().unwrap().unwrap())
+            .collect();
+        assert!(shas.windows(2).all(|w| w[0] == w[1]), "{shas:?}");
+    });
+    let artefacts = files(&dir.path().join("c"), "cwasm");
+    assert_eq!(artefacts.len(), 1, "{artefacts:?}");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("c"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    // What is on disk is a whole artefact: the next load maps it.
+    let hits = cache.stats().hits;
+    load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    assert_eq!(cache.stats().hits, hits + 1);
+}
