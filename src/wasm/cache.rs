@@ -22,7 +22,7 @@
 //! 2048) after each new artefact, least recently used first.
 
 use std::fs::{self, File};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -110,19 +110,28 @@ fn engine_hash(engine: &Engine) -> u64 {
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename: readers never see a torn file.
-/// The temporary name is unique per write, so two threads (or ranks) storing the same artefact
-/// never write into one file.
+/// The temporary name is unique per write (process, a per-process random value for ranks on
+/// other hosts sharing the directory, a counter for threads), so no two writers share one; it
+/// is removed if the write fails.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     static WRITES: AtomicUsize = AtomicUsize::new(0);
+    static NONCE: OnceLock<u64> = OnceLock::new();
+    let nonce = NONCE.get_or_init(|| std::hash::RandomState::new().build_hasher().finish());
     let tmp = path.with_extension(format!(
-        "tmp{}-{}",
+        "tmp{}-{nonce:x}-{}",
         std::process::id(),
         WRITES.fetch_add(1, Relaxed)
     ));
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    fs::rename(&tmp, path)
+    let written = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
 }
 
 impl ArtifactCache {
