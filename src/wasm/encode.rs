@@ -2,8 +2,6 @@
 //! protobuf bytes (`ExportTraceServiceRequest`, written by [`super::otlp_bytes`]), each built
 //! once per batch.
 
-use std::collections::HashMap;
-
 use opentelemetry::trace::{SpanKind, Status};
 use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
 use opentelemetry_sdk::Resource;
@@ -125,22 +123,32 @@ fn scope(s: &InstrumentationScope) -> wit::InstrumentationScope {
     }
 }
 
-/// Typed records grouped by instrumentation scope, in order of first appearance; span order is
-/// kept within each scope.
-pub fn typed_batch(batch: &[SpanData]) -> Vec<wit::ScopeSpans> {
-    let mut index: HashMap<&InstrumentationScope, usize> = HashMap::new();
-    let mut groups: Vec<wit::ScopeSpans> = Vec::new();
+/// The spans of a batch grouped by instrumentation scope, in order of first appearance, span
+/// order kept within each scope: the grouping every encoding uses. Scopes per batch are few
+/// (usually one), so a linear search beats hashing each span's scope.
+pub(crate) fn by_scope(batch: &[SpanData]) -> Vec<(&InstrumentationScope, Vec<&SpanData>)> {
+    let mut groups: Vec<(&InstrumentationScope, Vec<&SpanData>)> = Vec::new();
     for s in batch {
-        let i = *index.entry(&s.instrumentation_scope).or_insert_with(|| {
-            groups.push(wit::ScopeSpans {
-                scope: scope(&s.instrumentation_scope),
-                spans: Vec::new(),
-            });
-            groups.len() - 1
-        });
-        groups[i].spans.push(span(s));
+        match groups
+            .iter_mut()
+            .find(|(scope, _)| **scope == s.instrumentation_scope)
+        {
+            Some((_, spans)) => spans.push(s),
+            None => groups.push((&s.instrumentation_scope, vec![s])),
+        }
     }
     groups
+}
+
+/// Typed records grouped by instrumentation scope ([`by_scope`]).
+pub fn typed_batch(batch: &[SpanData]) -> Vec<wit::ScopeSpans> {
+    by_scope(batch)
+        .into_iter()
+        .map(|(s, spans)| wit::ScopeSpans {
+            scope: scope(s),
+            spans: spans.into_iter().map(span).collect(),
+        })
+        .collect()
 }
 
 /// The batch as an OTLP `ExportTraceServiceRequest` in protobuf bytes. (An exporter instance

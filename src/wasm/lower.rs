@@ -243,27 +243,17 @@ fn scope(s: &InstrumentationScope) -> Option<InstrumentationScopeRef<'_>> {
     })
 }
 
-/// The batch grouped by scope (first appearance order, span order kept), borrowing from
-/// `batch`; `None` if some value has a kind this host does not know.
+/// The batch grouped by scope (`encode::by_scope`), borrowing from `batch`; `None` if some
+/// value has a kind this host does not know.
 pub(crate) fn typed_batch(batch: &[SpanData]) -> Option<TypedBatchRef<'_>> {
-    let mut groups: Vec<(&InstrumentationScope, ScopeSpansRef<'_>)> = Vec::new();
-    for s in batch {
-        let span = span(s)?;
-        match groups
-            .iter_mut()
-            .find(|(scope, _)| **scope == s.instrumentation_scope)
-        {
-            Some((_, group)) => group.spans.push(span),
-            None => groups.push((
-                &s.instrumentation_scope,
-                ScopeSpansRef {
-                    scope: scope(&s.instrumentation_scope)?,
-                    spans: vec![span],
-                },
-            )),
-        }
-    }
-    Some(TypedBatchRef::Typed(
-        groups.into_iter().map(|(_, g)| g).collect(),
-    ))
+    let groups = super::encode::by_scope(batch)
+        .into_iter()
+        .map(|(s, spans)| {
+            Some(ScopeSpansRef {
+                scope: scope(s)?,
+                spans: spans.into_iter().map(span).collect::<Option<_>>()?,
+            })
+        })
+        .collect::<Option<_>>()?;
+    Some(TypedBatchRef::Typed(groups))
 }

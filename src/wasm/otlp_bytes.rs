@@ -229,17 +229,7 @@ impl EncodedResource {
 /// The batch as an OTLP `ExportTraceServiceRequest`: one `ResourceSpans`, one `ScopeSpans` per
 /// instrumentation scope in order of first appearance, span order kept within each scope.
 pub fn encode(batch: &[SpanData], resource: &EncodedResource) -> Vec<u8> {
-    // Scopes per batch are few (usually one): a linear search beats hashing each span's scope.
-    let mut groups: Vec<(&InstrumentationScope, Vec<u32>)> = Vec::new();
-    for (i, s) in batch.iter().enumerate() {
-        match groups
-            .iter_mut()
-            .find(|(scope, _)| *scope == &s.instrumentation_scope)
-        {
-            Some((_, spans)) => spans.push(i as u32),
-            None => groups.push((&s.instrumentation_scope, vec![i as u32])),
-        }
-    }
+    let groups = super::encode::by_scope(batch);
     let mut out = Vec::with_capacity(resource.body.len() + 64 + batch.len() * 160);
     let mut w = Writer(&mut out);
     w.message(1, |w| {
@@ -247,8 +237,8 @@ pub fn encode(batch: &[SpanData], resource: &EncodedResource) -> Vec<u8> {
         for (scope, spans) in &groups {
             w.message(2, |w| {
                 w.message(1, |w| w.scope(scope));
-                for &i in spans {
-                    w.message(2, |w| w.span(&batch[i as usize]));
+                for s in spans {
+                    w.message(2, |w| w.span(s));
                 }
                 w.bytes(3, scope.schema_url().unwrap_or_default().as_bytes());
             });
