@@ -140,7 +140,7 @@ pub(crate) fn by_scope(batch: &[SpanData]) -> Vec<(&InstrumentationScope, Vec<&S
     groups
 }
 
-/// Typed records grouped by instrumentation scope ([`by_scope`]).
+/// Typed records grouped by instrumentation scope (`by_scope`).
 pub fn typed_batch(batch: &[SpanData]) -> Vec<wit::ScopeSpans> {
     by_scope(batch)
         .into_iter()
