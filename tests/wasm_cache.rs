@@ -26,6 +26,15 @@ fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// A copy of the recorder fixture and an empty, unlimited cache, both in a fresh directory.
+fn recorder_in_fresh_cache() -> (tempfile::TempDir, ArtifactCache, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ArtifactCache::new(dir.path().join("c"), u64::MAX);
+    let wasm = dir.path().join("exporter.wasm");
+    std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
+    (dir, cache, wasm)
+}
+
 #[test]
 fn a_second_setup_is_served_from_the_process_cache() {
     let dir = tempfile::tempdir().unwrap();
@@ -58,11 +67,8 @@ fn a_second_setup_is_served_from_the_process_cache() {
 
 #[test]
 fn a_file_rewritten_in_place_is_never_served_the_old_artefact() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = ArtifactCache::new(dir.path().join("c"), u64::MAX);
-    let wasm = dir.path().join("exporter.wasm");
+    let (_dir, cache, wasm) = recorder_in_fresh_cache();
     let engine = engine(false).unwrap();
-    std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
     let recorder = load_with(&wasm, None, engine, Some(&cache)).unwrap();
     assert_eq!(
         load_with(&wasm, None, engine, Some(&cache)).unwrap().sha256,
@@ -90,10 +96,7 @@ fn a_file_rewritten_in_place_is_never_served_the_old_artefact() {
 
 #[test]
 fn a_sha256_pin_is_checked_on_a_cache_hit_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = ArtifactCache::new(dir.path().join("c"), u64::MAX);
-    let wasm = dir.path().join("exporter.wasm");
-    std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
+    let (_dir, cache, wasm) = recorder_in_fresh_cache();
     let engine = engine(false).unwrap();
     let sha = load_with(&wasm, None, engine, Some(&cache)).unwrap().sha256;
     let pin = "0".repeat(64);
@@ -109,14 +112,10 @@ fn a_sha256_pin_is_checked_on_a_cache_hit_too() {
 
 #[test]
 fn a_damaged_artefact_is_discarded_and_compiled_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache_dir = dir.path().join("c");
-    let cache = ArtifactCache::new(&cache_dir, u64::MAX);
-    let wasm = dir.path().join("exporter.wasm");
-    std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
+    let (_dir, cache, wasm) = recorder_in_fresh_cache();
     let engine = engine(false).unwrap();
     load_with(&wasm, None, engine, Some(&cache)).unwrap();
-    let artefact = files(&cache_dir, "cwasm").pop().unwrap();
+    let artefact = files(&cache.stats().directory, "cwasm").pop().unwrap();
     std::fs::write(&artefact, b"not a compiled component").unwrap();
     let loaded = load_with(&wasm, None, engine, Some(&cache)).unwrap();
     assert!(loaded.imports.iter().any(|i| i.starts_with("wasi:")));
@@ -153,10 +152,7 @@ fn the_cache_is_pruned_to_its_size_limit_oldest_first() {
 
 #[test]
 fn threads_storing_the_same_artefact_at_once_all_get_a_working_component() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = ArtifactCache::new(dir.path().join("c"), u64::MAX);
-    let wasm = dir.path().join("exporter.wasm");
-    std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
+    let (_dir, cache, wasm) = recorder_in_fresh_cache();
     let engine = engine(false).unwrap();
     std::thread::scope(|s| {
         let loads: Vec<_> = (0..4)
@@ -168,9 +164,10 @@ fn threads_storing_the_same_artefact_at_once_all_get_a_working_component() {
             .collect();
         assert!(shas.windows(2).all(|w| w[0] == w[1]), "{shas:?}");
     });
-    let artefacts = files(&dir.path().join("c"), "cwasm");
+    let cache_dir = cache.stats().directory;
+    let artefacts = files(&cache_dir, "cwasm");
     assert_eq!(artefacts.len(), 1, "{artefacts:?}");
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("c"))
+    let leftovers: Vec<_> = std::fs::read_dir(&cache_dir)
         .unwrap()
         .filter_map(Result::ok)
         .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))

@@ -76,13 +76,15 @@ impl Writer<'_> {
             self.0[at] = len as u8;
             return;
         }
-        let mut prefix = Vec::with_capacity(10);
-        encode_varint(len as u64, &mut prefix);
-        let extra = prefix.len() - 1;
+        // On the stack: this runs for most spans (their bodies pass 127 bytes).
+        let mut prefix = [0u8; 10];
+        let mut free = &mut prefix[..];
+        encode_varint(len as u64, &mut free);
+        let width = 10 - free.len();
         let end = self.0.len();
-        self.0.resize(end + extra, 0);
-        self.0.copy_within(at + 1..end, at + 1 + extra);
-        self.0[at..at + prefix.len()].copy_from_slice(&prefix);
+        self.0.resize(end + width - 1, 0);
+        self.0.copy_within(at + 1..end, at + width);
+        self.0[at..at + width].copy_from_slice(&prefix[..width]);
     }
 
     /// `AnyValue` (oneof: every member is written, even a default one).
