@@ -379,12 +379,13 @@ fn export_throughput(
         }),
         ("no-op guest, typed".into(), noop_spec("typed")),
         ("no-op guest, OTLP bytes".into(), noop_spec("otlp")),
+        ("no-op guest, OTLP JSON".into(), noop_spec("otlp-json")),
         (
             "C JSON-lines guest (typed)".into(),
             jsonl_spec(dist("c-jsonl.wasm"), dir),
         ),
         (
-            "Python JSON-lines guest (typed)".into(),
+            "Python JSON-lines guest (OTLP JSON)".into(),
             jsonl_spec(dist("python-jsonl.wasm"), dir),
         ),
     ];
@@ -442,7 +443,11 @@ fn export_throughput(
         }
         let sized: Vec<SpanData> = (0..size).map(|i| batch[i % batch.len()].clone()).collect();
         let n = (per_round * batch.len()).div_ceil(size);
-        for encoding in ["typed", "otlp"] {
+        for (encoding, label) in [
+            ("typed", "typed"),
+            ("otlp", "OTLP bytes"),
+            ("otlp-json", "OTLP JSON"),
+        ] {
             let (e, _) =
                 WasmSpanExporter::from_config("bench", &noop_spec(encoding), &resource).unwrap();
             let export = |b| futures_executor::block_on(e.export(b)).unwrap();
@@ -458,11 +463,6 @@ fn export_throughput(
                     .collect(),
             );
             let _ = e.shutdown();
-            let label = if encoding == "otlp" {
-                "OTLP bytes"
-            } else {
-                "typed"
-            };
             boundary.push((format!("no-op guest, {label}, batch {size}"), us));
         }
     }

@@ -57,8 +57,7 @@ fn the_builtin_jsonl_exporter_passes_writing_to_a_preopened_dir() {
     assert_eq!(lines, 1 + 1 + 1 + 2 + 10_240);
 }
 
-#[test]
-fn the_recorder_passes_in_the_otlp_encoding() {
+fn recorder_passes_in(setting: &str, reported: &str) {
     let dir = tempfile::tempdir().unwrap();
     let preopen = format!("{}:/out:rw", dir.path().display());
     let (code, stdout, _) = check(&[
@@ -68,10 +67,23 @@ fn the_recorder_passes_in_the_otlp_encoding() {
         "--setting",
         "out=/out/r.jsonl",
         "--setting",
-        "encoding=otlp",
+        &format!("encoding={setting}"),
     ]);
     assert_eq!(code, 0, "{stdout}");
-    assert!(stdout.contains("  encoding      otlp-protobuf"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("  encoding      {reported}\n")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_recorder_passes_in_the_otlp_encoding() {
+    recorder_passes_in("otlp", "otlp-protobuf");
+}
+
+#[test]
+fn the_recorder_passes_in_the_otlp_json_encoding() {
+    recorder_passes_in("otlp-json", "otlp-json");
 }
 
 #[test]
@@ -156,6 +168,7 @@ fn the_c_example_passes() {
 #[test]
 fn the_python_example_passes() {
     let stdout = passes_with_a_file(common::dist("python-jsonl.wasm").to_str().unwrap());
+    assert!(stdout.contains("  encoding      otlp-json\n"), "{stdout}");
     assert!(
         stdout.contains("    files        wasi:filesystem/"),
         "{stdout}"
@@ -170,6 +183,7 @@ fn the_javascript_example_passes() {
         "30000",
     ]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("  encoding      otlp-json\n"), "{stdout}");
     assert!(
         !stdout.contains("    http "),
         "built with -d http: {stdout}"

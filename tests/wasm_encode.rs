@@ -11,7 +11,7 @@ use lens::opentelemetry::trace::{
 use lens::opentelemetry::{InstrumentationScope, KeyValue};
 use lens::opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
 use lens::wasm::bindings::types as wit;
-use lens::wasm::encode::{otlp_batch, resource, typed_batch};
+use lens::wasm::encode::{otlp_batch, otlp_json_batch, resource, typed_batch};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value;
 use prost::Message;
@@ -208,10 +208,10 @@ fn otlp_bytes_equal_the_generic_prost_encoding_byte_for_byte() {
     assert_same_bytes(&otlp_batch(&spans, &res), &prost_bytes(spans, &res));
 }
 
-#[test]
-fn otlp_bytes_of_large_messages_and_a_remote_parent_equal_the_generic_encoding() {
-    // Lengths of 1, 2 and 3 varint bytes at every nesting level: a 200 KB batch, a 300-byte
-    // name, 20 attributes, a link to a remote context, a schema URL and a traced scope version.
+/// Lengths of 1, 2 and 3 varint bytes at every nesting level: a 200 KB batch, a 300-byte name,
+/// 20 attributes, a link to a remote context, a schema URL, a traced scope version, and names
+/// and values that JSON must escape.
+fn large_batch() -> (Vec<SpanData>, lens::opentelemetry_sdk::Resource) {
     let exporter = InMemorySpanExporter::default();
     let provider = lens::opentelemetry_sdk::trace::SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
@@ -232,12 +232,13 @@ fn otlp_bytes_of_large_messages_and_a_remote_parent_equal_the_generic_encoding()
     );
     let long_name = "n".repeat(300);
     for i in 0..1500i64 {
+        let name = match i % 3 {
+            0 => "short".to_string(),
+            1 => long_name.clone(),
+            _ => format!("quote \" back\\ nl\n tab\t cr\r nul\u{0} bell\u{7} del\u{7f} é {i}"),
+        };
         let mut span = tracer
-            .span_builder(if i % 2 == 0 {
-                "short".to_string()
-            } else {
-                long_name.clone()
-            })
+            .span_builder(name)
             .with_links(vec![Link::with_context(remote.clone())])
             .start_with_context(
                 &tracer,
@@ -246,6 +247,10 @@ fn otlp_bytes_of_large_messages_and_a_remote_parent_equal_the_generic_encoding()
         for a in 0..20 {
             span.set_attribute(KeyValue::new(format!("k{a}"), i * a));
         }
+        span.set_attribute(KeyValue::new("min", i64::MIN + i));
+        span.set_attribute(KeyValue::new("tiny", 1e-300 * i as f64));
+        span.set_attribute(KeyValue::new("huge", -1.5e300));
+        span.set_attribute(KeyValue::new("empty", ""));
         span.add_event("e", vec![KeyValue::new("x", "y".repeat(200))]);
         span.end();
     }
@@ -256,9 +261,84 @@ fn otlp_bytes_of_large_messages_and_a_remote_parent_equal_the_generic_encoding()
             "https://example.com/s",
         )
         .build();
+    (spans, res)
+}
+
+#[test]
+fn otlp_bytes_of_large_messages_and_a_remote_parent_equal_the_generic_encoding() {
+    let (spans, res) = large_batch();
     let ours = otlp_batch(&spans, &res);
     assert!(ours.len() > 200_000, "{} bytes", ours.len());
     assert_same_bytes(&ours, &prost_bytes(spans, &res));
+}
+
+/// The generic message `opentelemetry-proto` builds from the spans.
+fn generic_request(
+    spans: Vec<SpanData>,
+    res: &lens::opentelemetry_sdk::Resource,
+) -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest::decode(prost_bytes(spans, res).as_slice()).unwrap()
+}
+
+#[test]
+fn otlp_json_reads_back_as_the_generic_message() {
+    // `opentelemetry-proto`'s serde model of OTLP/JSON is the oracle: it must read our text
+    // back into exactly the message the generic conversion builds from the same spans.
+    for (spans, res) in [sample_spans(), large_batch()] {
+        let json = otlp_json_batch(&spans, &res);
+        let parsed: ExportTraceServiceRequest = serde_json::from_str(&json)
+            .unwrap_or_else(|e| panic!("{e}: {}", &json[..json.len().min(2000)]));
+        assert_eq!(parsed, generic_request(spans, &res));
+    }
+}
+
+#[test]
+fn otlp_json_follows_the_specification_s_json_mapping() {
+    let (spans, res) = sample_spans();
+    let json: serde_json::Value = serde_json::from_str(&otlp_json_batch(&spans, &res)).unwrap();
+    let rs = &json["resourceSpans"][0];
+    let rank = rs["resource"]["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|kv| kv["key"] == "dl.rank")
+        .unwrap();
+    assert_eq!(rank["value"], serde_json::json!({"intValue": "1"}));
+    let step = rs["scopeSpans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|ss| ss["spans"].as_array().unwrap())
+        .find(|s| s["name"] == "step ✓ 步骤")
+        .unwrap();
+    let trace_id = step["traceId"].as_str().unwrap();
+    assert_eq!(trace_id.len(), 32);
+    assert!(
+        trace_id
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    );
+    assert_eq!(step["spanId"].as_str().unwrap().len(), 16);
+    assert!(
+        step.get("parentSpanId").is_none(),
+        "a root has no parent field"
+    );
+    assert!(
+        step.get("traceState").is_none(),
+        "empty fields are left out"
+    );
+    assert_eq!(step["kind"], 1, "enums are numbers");
+    let start = step["startTimeUnixNano"].as_str().unwrap();
+    assert!(start.parse::<u64>().unwrap() > 1_600_000_000_000_000_000);
+    assert_eq!(
+        step["status"],
+        serde_json::json!({"message": "nan loss", "code": 2})
+    );
+    assert_eq!(step["flags"], 0x101, "sampled, remote state known, local");
+    assert_eq!(
+        step["events"][0]["attributes"][0]["value"]["doubleValue"],
+        9.5
+    );
 }
 
 #[test]

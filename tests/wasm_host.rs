@@ -214,17 +214,20 @@ fn recorder_typed_encoding_matches_the_oracle_span_by_span() {
     assert!(e.peak_memory_bytes > 0);
 }
 
-#[test]
-fn recorder_otlp_encoding_decodes_to_the_oracle_spans() {
+/// Runs the recorder with `encoding`, decodes each recorded batch with `decode` and checks
+/// every span against the oracle (name, trace id, attribute count, resource).
+fn recorder_otlp_matches_the_oracle(
+    encoding: &str,
+    decode: impl Fn(&serde_json::Value) -> ExportTraceServiceRequest,
+) {
     let dir = tempfile::tempdir().unwrap();
-    let (handle, oracle) = install(vec![recorder_spec(dir.path(), "otlp")], 100);
+    let (handle, oracle) = install(vec![recorder_spec(dir.path(), encoding)], 100);
     produce(&handle, 250);
     handle.shutdown(T).unwrap();
     let recorded = lines(&dir.path().join("batches.jsonl"));
     let mut got = HashMap::new();
     for line in &recorded[1..] {
-        let bytes: Vec<u8> = serde_json::from_value(line["otlp"].clone()).unwrap();
-        let request = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
+        let request = decode(line);
         for rs in &request.resource_spans {
             assert_eq!(common::otlp_resource_int(rs, "dl.rank"), Some(2));
             for ss in &rs.scope_spans {
@@ -245,6 +248,21 @@ fn recorder_otlp_encoding_decodes_to_the_oracle_spans() {
         assert_eq!(trace, &span.span_context.trace_id().to_bytes().to_vec());
         assert_eq!(*attrs, span.attributes.len());
     }
+}
+
+#[test]
+fn recorder_otlp_encoding_decodes_to_the_oracle_spans() {
+    recorder_otlp_matches_the_oracle("otlp", |line| {
+        let bytes: Vec<u8> = serde_json::from_value(line["otlp"].clone()).unwrap();
+        ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap()
+    });
+}
+
+#[test]
+fn recorder_otlp_json_encoding_reads_back_as_the_oracle_spans() {
+    recorder_otlp_matches_the_oracle("otlp-json", |line| {
+        serde_json::from_str(line["otlp_json"].as_str().unwrap()).unwrap()
+    });
 }
 
 fn direct(
@@ -597,7 +615,7 @@ fn bad_wasm_inputs_each_get_their_message() {
     let empty = wat::parse_str("(component)").unwrap();
     assert_eq!(
         load_error(&p("empty.wasm", &empty), None),
-        "does not export `lens:exporter/span-exporter@0.1.0` (it exports nothing); is it built for the `lens:exporter/exporter` world?"
+        "does not export `lens:exporter/span-exporter@0.2.0` (it exports nothing); is it built for the `lens:exporter/exporter` world?"
     );
     let imports = wat::parse_str(
         r#"(component
@@ -610,19 +628,32 @@ fn bad_wasm_inputs_each_get_their_message() {
         load_error(&p("imports.wasm", &imports), None),
         "imports the host does not provide: `vendor:telemetry/sink@1.0.0` (the host offers WASI 0.2 and wasi:http only)"
     );
-    let other_version = wat::parse_str(
-        r#"(component
-             (core module $m (func (export "f")))
-             (core instance $i (instantiate $m))
-             (func $f (canon lift (core func $i "f")))
-             (instance $e (export "shutdown" (func $f)))
-             (export "lens:exporter/span-exporter@0.2.0" (instance $e))
-           )"#,
-    )
-    .unwrap();
+    // A component exporting a `shutdown` function under `interface`.
+    let exporting = |interface: &str| {
+        wat::parse_str(format!(
+            r#"(component
+                 (core module $m (func (export "f")))
+                 (core instance $i (instantiate $m))
+                 (func $f (canon lift (core func $i "f")))
+                 (instance $e (export "shutdown" (func $f)))
+                 (export "{interface}" (instance $e))
+               )"#
+        ))
+        .unwrap()
+    };
     assert_eq!(
-        load_error(&p("v2.wasm", &other_version), None),
-        "targets `lens:exporter/span-exporter@0.2.0`, but this host supports `lens:exporter/span-exporter@0.1.0`"
+        load_error(
+            &p("v1.wasm", &exporting("lens:exporter/span-exporter@0.1.0")),
+            None
+        ),
+        "targets `lens:exporter/span-exporter@0.1.0`, but this host supports `lens:exporter/span-exporter@0.2.0`; rebuild it against this host's `wit/exporter.wit` (the 0.1.0 records are unchanged)"
+    );
+    assert_eq!(
+        load_error(
+            &p("v3.wasm", &exporting("lens:exporter/span-exporter@0.3.0")),
+            None
+        ),
+        "targets `lens:exporter/span-exporter@0.3.0`, but this host supports `lens:exporter/span-exporter@0.2.0`"
     );
     let truncated = &std::fs::read(RECORDER).unwrap()[..4096];
     assert!(load_error(&p("truncated.wasm", truncated), None).starts_with("invalid component: "));

@@ -99,7 +99,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         "  size          {} bytes, sha256 {}",
         report.size, report.sha256
     );
-    println!("  world         lens:exporter/exporter@0.1.0 (valid)");
+    println!("  world         {} (valid)", lens::wasm::WORLD_NAME);
     println!("  encoding      {}", report.encoding.unwrap_or("-"));
     println!(
         "  cold compile  {:.1} ms",

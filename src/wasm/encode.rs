@@ -156,3 +156,8 @@ pub fn typed_batch(batch: &[SpanData]) -> Vec<wit::ScopeSpans> {
 pub fn otlp_batch(batch: &[SpanData], resource: &Resource) -> Vec<u8> {
     super::otlp_bytes::encode(batch, &super::otlp_bytes::EncodedResource::new(resource))
 }
+
+/// The batch as the guest sees it in the `otlp-json` encoding (resource rendered each call).
+pub fn otlp_json_batch(batch: &[SpanData], resource: &Resource) -> String {
+    super::otlp_json::encode(batch, &super::otlp_json::JsonResource::new(resource))
+}

@@ -27,6 +27,7 @@ use super::engine::ticks;
 use super::load::EXPORT_NAME;
 use super::lower::{self, TypedBatchRef};
 use super::otlp_bytes::{self, EncodedResource};
+use super::otlp_json::{self, JsonResource};
 use super::sandbox::{Grants, HostState, MemoryLimitExceeded};
 use crate::trace::ExporterStats;
 
@@ -126,6 +127,23 @@ pub fn fault_kind(e: &wasmtime::Error) -> String {
     }
 }
 
+/// How one instance's batches are encoded; the resource is rendered once per instance.
+enum Encoder {
+    Typed,
+    OtlpProtobuf(EncodedResource),
+    OtlpJson(JsonResource),
+}
+
+impl Encoder {
+    fn new(encoding: Encoding, resource: &Resource) -> Self {
+        match encoding {
+            Encoding::Typed => Self::Typed,
+            Encoding::OtlpProtobuf => Self::OtlpProtobuf(EncodedResource::new(resource)),
+            Encoding::OtlpJson => Self::OtlpJson(JsonResource::new(resource)),
+        }
+    }
+}
+
 /// An instantiated guest: its store, bindings and the raw `export` function.
 struct Live {
     store: Store<HostState>,
@@ -219,12 +237,12 @@ impl Runtime {
             return; // the host gave up waiting
         }
         let guest: &Guest = bindings.lens_exporter_span_exporter();
-        let otlp_resource = EncodedResource::new(&resource);
+        let encoder = Encoder::new(encoding, &resource);
         for job in jobs {
             let (result, reply) = match job {
                 Job::Export(batch, reply) => {
-                    let r = self.arm(&mut store).and_then(|()| match encoding {
-                        Encoding::Typed => match lower::typed_batch(&batch) {
+                    let r = self.arm(&mut store).and_then(|()| match &encoder {
+                        Encoder::Typed => match lower::typed_batch(&batch) {
                             Some(typed) => export
                                 .typed::<(&TypedBatchRef<'_>,), (Result<(), String>,)>(&store)
                                 .and_then(|f| f.call(&mut store, (&typed,)))
@@ -236,9 +254,13 @@ impl Runtime {
                                 &Batch::Typed(encode::typed_batch(&batch)),
                             ),
                         },
-                        Encoding::OtlpProtobuf => guest.call_export(
+                        Encoder::OtlpProtobuf(resource) => guest.call_export(
                             &mut store,
-                            &Batch::OtlpProtobuf(otlp_bytes::encode(&batch, &otlp_resource)),
+                            &Batch::OtlpProtobuf(otlp_bytes::encode(&batch, resource)),
+                        ),
+                        Encoder::OtlpJson(resource) => guest.call_export(
+                            &mut store,
+                            &Batch::OtlpJson(otlp_json::encode(&batch, resource)),
                         ),
                     });
                     (r, reply)
@@ -283,12 +305,14 @@ impl WasmSpanExporter {
         }
     }
 
-    /// The batch encoding the guest asked for (`typed` or `otlp-protobuf`), once started.
+    /// The batch encoding the guest asked for (`typed`, `otlp-protobuf` or `otlp-json`), once
+    /// started.
     pub fn encoding(&self) -> Option<&'static str> {
         let e = *self.rt.encoding.lock().unwrap_or_else(|p| p.into_inner());
         e.map(|e| match e {
             Encoding::Typed => "typed",
             Encoding::OtlpProtobuf => "otlp-protobuf",
+            Encoding::OtlpJson => "otlp-json",
         })
     }
 

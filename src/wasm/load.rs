@@ -13,7 +13,9 @@ use super::cache::{self, ArtifactCache};
 use super::sandbox::HostState;
 
 /// The interface every exporter must export.
-pub const EXPORT_NAME: &str = "lens:exporter/span-exporter@0.1.0";
+pub const EXPORT_NAME: &str = "lens:exporter/span-exporter@0.2.0";
+/// The world exporters target, as `lens check` reports it.
+pub const WORLD_NAME: &str = "lens:exporter/exporter@0.2.0";
 
 /// Interface packages the host provides (WASI 0.2 and `wasi:http`; grants decide what works).
 const PROVIDED: [&str; 7] = [
@@ -185,8 +187,20 @@ fn missing_export(exports: &[String], err: &wasmtime::Error) -> LoadError {
             "does not export `{EXPORT_NAME}` (it exports {listed}); is it built for the `lens:exporter/exporter` world?"
         )
     } else if !ours.iter().any(|e| e.as_str() == EXPORT_NAME) {
-        format!("targets {listed}, but this host supports `{EXPORT_NAME}`")
+        let older = ours.iter().any(|e| version(e) < version(EXPORT_NAME));
+        let hint = if older {
+            "; rebuild it against this host's `wit/exporter.wit` (the 0.1.0 records are unchanged)"
+        } else {
+            ""
+        };
+        format!("targets {listed}, but this host supports `{EXPORT_NAME}`{hint}")
     } else {
         format!("its `{EXPORT_NAME}` does not match the WIT this host was built with: {err:#}")
     }
+}
+
+/// The `major.minor.patch` numbers after the `@` of an export name (empty when absent).
+fn version(name: &str) -> Vec<u64> {
+    let v = name.rsplit_once('@').map_or("", |(_, v)| v);
+    v.split('.').map_while(|n| n.parse().ok()).collect()
 }

@@ -147,6 +147,10 @@ pub(crate) enum TypedBatchRef<'a> {
     #[allow(dead_code)]
     #[component(name = "otlp-protobuf")]
     OtlpProtobuf(&'a [u8]),
+    /// Built by the bindings instead; the case must exist for the type check.
+    #[allow(dead_code)]
+    #[component(name = "otlp-json")]
+    OtlpJson(&'a str),
 }
 
 /// `None` for a value kind this host version does not know (the caller then falls back to the

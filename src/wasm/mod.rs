@@ -1,6 +1,6 @@
 //! Sandboxed WebAssembly component exporters (`kind = "wasm"`).
 //!
-//! The component contract is the WIT package in `wit/exporter.wit` (`lens:exporter@0.1.0`).
+//! The component contract is the WIT package in `wit/exporter.wit` (`lens:exporter@0.2.0`).
 //!
 //! - [`bindings`]: the host side generated from the WIT;
 //! - [`builtin`]: the JSON-lines exporter embedded in the binary;
@@ -22,13 +22,14 @@ pub mod exporter;
 pub mod load;
 mod lower;
 pub mod otlp_bytes;
+pub mod otlp_json;
 pub mod sandbox;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use exporter::WasmSpanExporter;
-pub use load::{LoadedComponent, load, load_with};
+pub use load::{EXPORT_NAME, LoadedComponent, WORLD_NAME, load, load_with};
 
 use crate::config::{BatchConfig, WasmExporterSpec};
 use crate::error::LensError;

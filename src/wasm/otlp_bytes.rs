@@ -132,12 +132,6 @@ impl Writer<'_> {
         }
     }
 
-    fn flags(cx: &SpanContext, remote: bool) -> u32 {
-        u32::from(cx.trace_flags().to_u8())
-            | CONTEXT_HAS_IS_REMOTE
-            | if remote { CONTEXT_IS_REMOTE } else { 0 }
-    }
-
     fn span(&mut self, s: &SpanData) {
         let cx = &s.span_context;
         self.bytes(1, &cx.trace_id().to_bytes());
@@ -169,7 +163,7 @@ impl Writer<'_> {
                 w.bytes(3, lcx.trace_state().header().as_bytes());
                 w.attributes(4, &l.attributes);
                 w.varint(5, u64::from(l.dropped_attributes_count));
-                w.fixed32(6, Self::flags(lcx, lcx.is_remote()));
+                w.fixed32(6, span_flags(lcx, lcx.is_remote()));
             });
         }
         self.varint(14, u64::from(s.links.dropped_count));
@@ -182,7 +176,7 @@ impl Writer<'_> {
             w.bytes(2, message.as_bytes());
             w.varint(3, code);
         });
-        self.fixed32(16, Self::flags(cx, s.parent_span_is_remote));
+        self.fixed32(16, span_flags(cx, s.parent_span_is_remote));
     }
 
     fn scope(&mut self, scope: &InstrumentationScope) {
@@ -192,8 +186,15 @@ impl Writer<'_> {
     }
 }
 
+/// OTLP `SpanFlags`: the W3C trace flags, and whether the context (or the parent's) is remote.
+pub(crate) fn span_flags(cx: &SpanContext, remote: bool) -> u32 {
+    u32::from(cx.trace_flags().to_u8())
+        | CONTEXT_HAS_IS_REMOTE
+        | if remote { CONTEXT_IS_REMOTE } else { 0 }
+}
+
 /// OTLP `Span.SpanKind` numbers.
-fn span_kind(kind: &SpanKind) -> u64 {
+pub(crate) fn span_kind(kind: &SpanKind) -> u64 {
     match kind {
         SpanKind::Internal => 1,
         SpanKind::Server => 2,

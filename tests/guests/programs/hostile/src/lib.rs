@@ -65,6 +65,7 @@ impl Guest for Hostile {
         match get("encoding").as_deref() {
             None | Some("typed") => Ok(Encoding::Typed),
             Some("otlp") => Ok(Encoding::OtlpProtobuf),
+            Some("otlp-json") => Ok(Encoding::OtlpJson),
             Some(other) => Err(format!("unknown encoding `{other}`")),
         }
     }
@@ -86,7 +87,7 @@ impl Guest for Hostile {
                 .iter()
                 .flat_map(|g| g.spans.iter().map(|s| s.name.clone()))
                 .collect(),
-            Batch::OtlpProtobuf(_) => Vec::new(),
+            Batch::OtlpProtobuf(_) | Batch::OtlpJson(_) => Vec::new(),
         };
         match mode.as_str() {
             "loop" => loop {

@@ -61,6 +61,7 @@ impl Guest for Recorder {
         let encoding = match get("encoding").as_deref() {
             None | Some("typed") => Encoding::Typed,
             Some("otlp") => Encoding::OtlpProtobuf,
+            Some("otlp-json") => Encoding::OtlpJson,
             Some(other) => return Err(format!("unknown encoding `{other}`")),
         };
         write(json!({"init": {"settings": settings, "resource": attrs(&resource.attributes)}}))?;
@@ -70,6 +71,7 @@ impl Guest for Recorder {
     fn export(batch: Batch) -> Result<(), String> {
         match batch {
             Batch::OtlpProtobuf(bytes) => write(json!({"otlp": bytes})),
+            Batch::OtlpJson(text) => write(json!({"otlp_json": text})),
             Batch::Typed(groups) => {
                 let mut spans = Vec::new();
                 for g in &groups {
