@@ -392,7 +392,7 @@ fn export_throughput(
     let mut js = jsonl_spec(dist("js-jsonl.wasm"), dir);
     js.settings.clear();
     js.forward_stdio = Some(false);
-    guests.push(("JavaScript JSON-lines guest (typed, stdout)".into(), js));
+    guests.push(("JavaScript JSON-lines guest (OTLP JSON, stdout)".into(), js));
     let mut boundary = Vec::new();
     let mut memory = Vec::new();
     for (name, spec) in guests.iter().filter(|(n, _)| opts.matches(n)) {

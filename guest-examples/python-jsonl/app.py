@@ -19,6 +19,8 @@ from wit_world.imports import types
 KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 STATUS = {1: "ok", 2: "error"}
 ZERO_ID = "0000000000000000"
+# One encoder for every line: `json.dumps` with options builds a new one per call.
+ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def value(v):
@@ -81,7 +83,6 @@ class SpanExporter(exports.SpanExporter):
         if not isinstance(batch, types.Batch_OtlpJson):
             raise Err("this exporter asked for otlp-json batches")
         lines = []
-        dumps = json.dumps
         for rs in json.loads(batch.value)["resourceSpans"]:
             for group in rs.get("scopeSpans", ()):
                 scope = group["scope"].get("name", "")
@@ -117,7 +118,7 @@ class SpanExporter(exports.SpanExporter):
                         ],
                         "scope": scope,
                     }
-                    lines.append(dumps(line, ensure_ascii=False, separators=(",", ":")))
+                    lines.append(ENCODE(line))
         # One write per batch: every write is a host call.
         SpanExporter.out.write("\n".join(lines) + ("\n" if lines else ""))
         SpanExporter.out.flush()
