@@ -26,6 +26,9 @@ enum Sink {
 struct State {
     sink: Sink,
     resource: Option<Json>,
+    /// The batch's lines, serialized straight into one buffer kept across batches (as the
+    /// native exporter writes straight into its `BufWriter`).
+    text: Vec<u8>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -112,7 +115,11 @@ impl Guest for JsonLines {
             }
         };
         let resource = include_resource.then(|| attributes(&resource.attributes));
-        *STATE.lock().unwrap() = Some(State { sink, resource });
+        *STATE.lock().unwrap() = Some(State {
+            sink,
+            resource,
+            text: Vec::new(),
+        });
         Ok(Encoding::Typed)
     }
 
@@ -122,7 +129,8 @@ impl Guest for JsonLines {
         };
         let mut guard = STATE.lock().unwrap();
         let state = guard.as_mut().ok_or("export after shutdown")?;
-        let mut text = String::new();
+        let text = &mut state.text;
+        text.clear();
         for group in &groups {
             for s in &group.spans {
                 let cx = &s.span_context;
@@ -154,16 +162,16 @@ impl Guest for JsonLines {
                 if let Some(r) = &state.resource {
                     line["resource"] = r.clone();
                 }
-                text.push_str(&line.to_string());
-                text.push('\n');
+                serde_json::to_writer(&mut *text, &line).map_err(|e| e.to_string())?;
+                text.push(b'\n');
             }
         }
         // One write per batch: every write is a host call.
         match &mut state.sink {
-            Sink::File(f) => f.write_all(text.as_bytes()).and_then(|()| f.flush()),
+            Sink::File(f) => f.write_all(text).and_then(|()| f.flush()),
             Sink::Stdout => {
                 let mut out = std::io::stdout().lock();
-                out.write_all(text.as_bytes()).and_then(|()| out.flush())
+                out.write_all(text).and_then(|()| out.flush())
             }
         }
         .map_err(|e| e.to_string())
