@@ -84,6 +84,15 @@ fn run(name: &str, wasm: PathBuf, output: Output, spans: usize) -> (Vec<Json>, V
                 "flags",
                 Value::Array(Array::Bool(vec![true])),
             ));
+            // Not representable in JSON: every exporter writes `null`.
+            span.set_attribute(KeyValue::new(
+                "overflow",
+                if step % 2 == 0 {
+                    f64::INFINITY
+                } else {
+                    f64::NAN
+                },
+            ));
             span.set_attribute(KeyValue::new(
                 "tags",
                 Value::Array(Array::String(vec![StringValue::from("a")])),

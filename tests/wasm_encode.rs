@@ -359,3 +359,47 @@ fn a_config_naming_a_missing_wasm_exporter_fails_setup_with_its_name_and_path() 
         "wasm exporter `vendor` (exporters/vendor.wasm): file not found"
     );
 }
+
+#[test]
+fn otlp_json_writes_non_finite_doubles_and_empty_arrays_as_the_mapping_says() {
+    use lens::opentelemetry::{Array, Value};
+    let exporter = InMemorySpanExporter::default();
+    let provider = lens::opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let tracer = provider.tracer("edge");
+    let mut span = tracer.start("edge");
+    span.set_attribute(KeyValue::new("nan", f64::NAN));
+    span.set_attribute(KeyValue::new("inf", f64::INFINITY));
+    span.set_attribute(KeyValue::new("ninf", f64::NEG_INFINITY));
+    span.set_attribute(KeyValue::new("whole", 2.0));
+    span.set_attribute(KeyValue::new("none", Value::Array(Array::I64(vec![]))));
+    span.end();
+    let spans = exporter.get_finished_spans().unwrap();
+    let res = lens::opentelemetry_sdk::Resource::builder_empty().build();
+    let text = otlp_json_batch(&spans, &res);
+    assert!(text.contains(r#""value":{"doubleValue":2.0}"#), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let attrs = &json["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"];
+    let value = |key: &str| {
+        attrs
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|kv| kv["key"] == key)
+            .unwrap()["value"]
+            .clone()
+    };
+    assert_eq!(value("nan"), serde_json::json!({"doubleValue": "NaN"}));
+    assert_eq!(value("inf"), serde_json::json!({"doubleValue": "Infinity"}));
+    assert_eq!(
+        value("ninf"),
+        serde_json::json!({"doubleValue": "-Infinity"})
+    );
+    assert_eq!(
+        value("none"),
+        serde_json::json!({"arrayValue": {"values": []}})
+    );
+    assert!(json["resourceSpans"][0].get("schemaUrl").is_none());
+    assert_eq!(json["resourceSpans"][0]["resource"], serde_json::json!({}));
+}

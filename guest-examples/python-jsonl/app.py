@@ -9,6 +9,7 @@ or none for stdout.
 
 import base64
 import json
+import math
 import sys
 
 from componentize_py_types import Err
@@ -30,7 +31,8 @@ def value(v):
     if "intValue" in v:
         return int(v["intValue"])
     if "doubleValue" in v:
-        return float(v["doubleValue"])  # also "NaN", "Infinity"
+        x = float(v["doubleValue"])  # also "NaN", "Infinity"
+        return x if math.isfinite(x) else None  # `null`, as the other exporters write it
     if "boolValue" in v:
         return v["boolValue"]
     if "arrayValue" in v:
