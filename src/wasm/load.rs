@@ -12,10 +12,17 @@ use super::bindings::ExporterPre;
 use super::cache::{self, ArtifactCache};
 use super::sandbox::HostState;
 
+/// The version of `wit/exporter.wit` this host implements.
+macro_rules! wit_version {
+    () => {
+        "0.2.0"
+    };
+}
+
 /// The interface every exporter must export.
-pub const EXPORT_NAME: &str = "lens:exporter/span-exporter@0.2.0";
+pub const EXPORT_NAME: &str = concat!("lens:exporter/span-exporter@", wit_version!());
 /// The world exporters target, as `lens check` reports it.
-pub const WORLD_NAME: &str = "lens:exporter/exporter@0.2.0";
+pub const WORLD_NAME: &str = concat!("lens:exporter/exporter@", wit_version!());
 
 /// Interface packages the host provides (WASI 0.2 and `wasi:http`; grants decide what works).
 const PROVIDED: [&str; 7] = [

@@ -112,54 +112,62 @@ impl Writer<'_> {
 
     /// `AnyValue`: exactly one member, even a default one.
     fn any_value(&mut self, v: &Value) {
-        self.0.push('{');
         match v {
-            Value::String(s) => {
-                self.field("stringValue");
-                self.str(s.as_str());
-            }
-            Value::Bool(b) => {
-                self.field("boolValue");
-                self.0.push_str(if *b { "true" } else { "false" });
-            }
-            Value::I64(i) => {
-                self.field("intValue");
-                self.0.push('"');
-                self.0.push_str(itoa::Buffer::new().format(*i));
-                self.0.push('"');
-            }
-            Value::F64(f) => {
-                self.field("doubleValue");
-                self.double(*f);
-            }
+            Value::String(s) => self.scalar("stringValue", |w| w.str(s.as_str())),
+            Value::Bool(b) => self.bool_value(*b),
+            Value::I64(i) => self.int_value(*i),
+            Value::F64(f) => self.scalar("doubleValue", |w| w.double(*f)),
             Value::Array(a) => {
-                self.field("arrayValue");
-                self.0.push_str("{\"values\":[");
+                self.0.push_str("{\"arrayValue\":{\"values\":[");
                 match a {
-                    Array::Bool(xs) => self.items(xs.iter().map(|x| Value::Bool(*x))),
-                    Array::I64(xs) => self.items(xs.iter().map(|x| Value::I64(*x))),
-                    Array::F64(xs) => self.items(xs.iter().map(|x| Value::F64(*x))),
-                    Array::String(xs) => self.items(xs.iter().map(|x| Value::String(x.clone()))),
+                    Array::Bool(xs) => self.items(xs, |w, x| w.bool_value(*x)),
+                    Array::I64(xs) => self.items(xs, |w, x| w.int_value(*x)),
+                    Array::F64(xs) => {
+                        self.items(xs, |w, x| w.scalar("doubleValue", |w| w.double(*x)))
+                    }
+                    Array::String(xs) => {
+                        self.items(xs, |w, x| w.scalar("stringValue", |w| w.str(x.as_str())))
+                    }
                     // Future array kinds reach the guest as their string form, as in `typed`.
-                    other => self.items([Value::String(other.to_string().into())]),
+                    other => self.scalar("stringValue", |w| w.str(&other.to_string())),
                 }
-                self.0.push_str("]}");
+                self.0.push_str("]}}");
             }
             // Future value kinds: their string form, as in the typed encoding.
-            other => {
-                self.field("stringValue");
-                self.str(&other.to_string());
-            }
+            other => self.scalar("stringValue", |w| w.str(&other.to_string())),
         }
+    }
+
+    /// `{"member":…}`, the value written by `value`.
+    fn scalar(&mut self, member: &str, value: impl FnOnce(&mut Self)) {
+        self.0.push('{');
+        self.field(member);
+        value(self);
         self.0.push('}');
     }
 
-    fn items(&mut self, values: impl IntoIterator<Item = Value>) {
-        for (i, v) in values.into_iter().enumerate() {
+    fn bool_value(&mut self, b: bool) {
+        self.scalar("boolValue", |w| {
+            w.0.push_str(if b { "true" } else { "false" })
+        });
+    }
+
+    /// `intValue`: a 64-bit integer, so a decimal string.
+    fn int_value(&mut self, i: i64) {
+        self.scalar("intValue", |w| {
+            w.0.push('"');
+            w.0.push_str(itoa::Buffer::new().format(i));
+            w.0.push('"');
+        });
+    }
+
+    /// Array elements, comma-separated.
+    fn items<T>(&mut self, xs: &[T], mut item: impl FnMut(&mut Self, &T)) {
+        for (i, x) in xs.iter().enumerate() {
             if i > 0 {
                 self.0.push(',');
             }
-            self.any_value(&v);
+            item(self, x);
         }
     }
 
