@@ -20,7 +20,7 @@
 use std::fmt::Write as _;
 
 use opentelemetry::trace::{SpanContext, SpanId, Status};
-use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
+use opentelemetry::{Array, InstrumentationScope, Key, KeyValue, Value};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
 
@@ -161,9 +161,9 @@ impl Writer<'_> {
         });
     }
 
-    /// Array elements, comma-separated.
-    fn items<T>(&mut self, xs: &[T], mut item: impl FnMut(&mut Self, &T)) {
-        for (i, x) in xs.iter().enumerate() {
+    /// Elements of a JSON array, comma-separated, each written by `item`.
+    fn items<T>(&mut self, xs: impl IntoIterator<Item = T>, mut item: impl FnMut(&mut Self, T)) {
+        for (i, x) in xs.into_iter().enumerate() {
             if i > 0 {
                 self.0.push(',');
             }
@@ -188,11 +188,14 @@ impl Writer<'_> {
 
     /// Repeated `KeyValue`, left out when empty.
     fn attributes<'k>(&mut self, name: &str, attrs: impl IntoIterator<Item = &'k KeyValue>) {
-        self.list(name, attrs, |w, kv| {
-            w.str_field("key", kv.key.as_str());
-            w.field("value");
-            w.any_value(&kv.value);
-        });
+        self.list(name, attrs, |w, kv| w.key_value(&kv.key, &kv.value));
+    }
+
+    /// The fields of one `KeyValue`.
+    fn key_value(&mut self, key: &Key, value: &Value) {
+        self.str_field("key", key.as_str());
+        self.field("value");
+        self.any_value(value);
     }
 
     /// `traceId`, `spanId` and `traceState` of a span or link.
@@ -255,14 +258,11 @@ impl Writer<'_> {
         }
         self.field(name);
         self.0.push('[');
-        for (i, item) in items.enumerate() {
-            if i > 0 {
-                self.0.push(',');
-            }
-            self.0.push('{');
-            body(self, item);
-            self.0.push('}');
-        }
+        self.items(items, |w, item| {
+            w.0.push('{');
+            body(w, item);
+            w.0.push('}');
+        });
         self.0.push(']');
     }
 
@@ -288,11 +288,7 @@ impl JsonResource {
     /// Renders `resource` (attributes; no entity refs, nothing dropped).
     pub fn new(resource: &Resource) -> Self {
         let mut body = String::from("{");
-        let attrs: Vec<KeyValue> = resource
-            .iter()
-            .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
-            .collect();
-        Writer(&mut body).attributes("attributes", &attrs);
+        Writer(&mut body).list("attributes", resource.iter(), |w, (k, v)| w.key_value(k, v));
         body.push('}');
         Self {
             body,
@@ -312,24 +308,16 @@ pub fn encode(batch: &[SpanData], resource: &JsonResource) -> String {
     w.0.push_str(&resource.body);
     w.field("scopeSpans");
     w.0.push('[');
-    for (i, (scope, spans)) in groups.iter().enumerate() {
-        if i > 0 {
-            w.0.push(',');
-        }
+    w.items(&groups, |w, (scope, spans)| {
         w.0.push('{');
         w.scope(scope);
         w.field("spans");
         w.0.push('[');
-        for (j, s) in spans.iter().enumerate() {
-            if j > 0 {
-                w.0.push(',');
-            }
-            w.span(s);
-        }
+        w.items(spans, |w, s| w.span(s));
         w.0.push(']');
         w.str_field("schemaUrl", scope.schema_url().unwrap_or_default());
         w.0.push('}');
-    }
+    });
     w.0.push(']');
     w.str_field("schemaUrl", &resource.schema_url);
     w.0.push_str("}]}");
