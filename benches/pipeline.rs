@@ -499,16 +499,6 @@ fn seed_stack(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) {
     );
     let py: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let py_rate = py["spans_per_second"].as_f64().unwrap();
-    let mut cfg = wasm_config(jsonl_spec(dist("python-jsonl.wasm"), dir));
-    cfg.batch.max_queue_size = n_py;
-    let handle = lens_rank(cfg, 0, 1);
-    let tracer = handle.tracer("bench");
-    let started = Instant::now();
-    for i in 0..n_py as i64 {
-        one_span(&tracer, i);
-    }
-    handle.force_flush(Duration::from_secs(600)).unwrap();
-    let lens_py_rate = n_py as f64 / started.elapsed().as_secs_f64();
     let e2e = "End to end: N spans from the application into a JSON-lines file, spans per second";
     rows.push(Row {
         group: e2e,
@@ -517,14 +507,51 @@ fn seed_stack(opts: &Opts, dir: &Path, rows: &mut Vec<Row>) {
         unit: "spans/s",
         ratio: None,
     });
-    rows.push(Row {
-        group: e2e,
-        name: "Lens + Python guest".into(),
-        value: lens_py_rate,
-        unit: "spans/s",
-        ratio: Some((lens_py_rate / py_rate, "× the seed")),
-    });
-    let _ = handle.shutdown(Duration::from_secs(60));
+    for lanes in [1, 2] {
+        let out_dir = dir.join(format!("python-guest-{lanes}"));
+        std::fs::create_dir_all(&out_dir).unwrap();
+        let mut spec = jsonl_spec(dist("python-jsonl.wasm"), &out_dir);
+        spec.settings.insert(
+            "path".into(),
+            format!("/out/spans-{}.jsonl", lens::wasm::INSTANCE_PLACEHOLDER),
+        );
+        let mut cfg = wasm_config(spec);
+        cfg.batch.max_queue_size = n_py;
+        cfg.batch.max_concurrent_exports = lanes;
+        let handle = lens_rank(cfg, 0, 1);
+        let tracer = handle.tracer("bench");
+        let started = Instant::now();
+        for i in 0..n_py as i64 {
+            one_span(&tracer, i);
+        }
+        handle.force_flush(Duration::from_secs(600)).unwrap();
+        let rate = n_py as f64 / started.elapsed().as_secs_f64();
+        let _ = handle.shutdown(Duration::from_secs(60));
+        // Every span made it, once: the instances' files hold n_py lines together.
+        let lines: usize = (0..lanes)
+            .map(|k| {
+                let text = std::fs::read_to_string(out_dir.join(format!("spans-{k}.jsonl")));
+                text.unwrap().lines().count()
+            })
+            .sum();
+        assert_eq!(
+            lines, n_py,
+            "lines written by {lanes} Python guest instance(s)"
+        );
+        rows.push(Row {
+            group: e2e,
+            name: if lanes == 1 {
+                "Lens + Python guest".into()
+            } else {
+                format!(
+                    "Lens + Python guest, {lanes} concurrent exports (`max_concurrent_exports`)"
+                )
+            },
+            value: rate,
+            unit: "spans/s",
+            ratio: Some((rate / py_rate, "× the seed")),
+        });
+    }
 }
 
 /// 4. Start-up per guest: cold compile, then cached load (median of 5) from a fresh cache.

@@ -251,6 +251,56 @@ fn recorder_otlp_matches_the_oracle(
 }
 
 #[test]
+fn concurrent_exports_run_one_instance_each_and_deliver_every_span_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = recorder_spec(dir.path(), "typed");
+    s.settings
+        .insert("out".into(), "/out/batches-{lens.instance}.jsonl".into());
+    s.batch.max_concurrent_exports = Some(2);
+    let (handle, oracle) = install(vec![s], 100);
+    produce(&handle, 1500);
+    handle.shutdown(T).unwrap();
+    let mut got: Vec<String> = Vec::new();
+    for n in 0..2 {
+        let recorded = lines(&dir.path().join(format!("batches-{n}.jsonl")));
+        assert!(
+            recorded[0]["init"].is_object(),
+            "instance {n} ran init first"
+        );
+        assert!(recorded.len() > 1, "instance {n} exported no batch");
+        for line in &recorded[1..] {
+            let batch = line["typed"].as_array().unwrap();
+            got.extend(
+                batch
+                    .iter()
+                    .map(|s| s["span_id"].as_str().unwrap().to_string()),
+            );
+        }
+    }
+    assert!(
+        !dir.path().join("batches-2.jsonl").exists(),
+        "two instances, not three"
+    );
+    let mut expected: Vec<String> = oracle
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s.span_context.span_id().to_string())
+        .collect();
+    got.sort();
+    expected.sort();
+    assert_eq!(
+        got, expected,
+        "every span exactly once, across both instances"
+    );
+    let e = handle.stats();
+    let e = e.exporter("recorder").unwrap();
+    assert_eq!((e.received, e.exported, e.dropped()), (1502, 1502, 0));
+    assert_eq!(e.restarts, 0);
+}
+
+#[test]
 fn recorder_otlp_encoding_decodes_to_the_oracle_spans() {
     recorder_otlp_matches_the_oracle("otlp", |line| {
         let bytes: Vec<u8> = serde_json::from_value(line["otlp"].clone()).unwrap();

@@ -166,6 +166,10 @@ impl LensConfig {
         if let Some(v) = Reader::parse(r.raw("OTEL_BSP_EXPORT_TIMEOUT"), millis)? {
             b.export_timeout_ms = v;
         }
+        // The Rust SDK's name for its (experimental) setting of the same meaning.
+        if let Some(v) = Reader::parse(r.raw("OTEL_BSP_MAX_CONCURRENT_EXPORTS"), count)? {
+            b.max_concurrent_exports = v;
+        }
         self.apply_otlp_env(&r)?;
         self.validate(&super::ConfigSource::Code)
     }

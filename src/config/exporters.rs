@@ -112,6 +112,8 @@ pub struct BatchOverrides {
     pub export_timeout_ms: Option<u64>,
     /// See [`BatchConfig::shutdown_timeout_ms`].
     pub shutdown_timeout_ms: Option<u64>,
+    /// See [`BatchConfig::max_concurrent_exports`].
+    pub max_concurrent_exports: Option<usize>,
 }
 
 /// How an environment variable reaches a wasm guest.
@@ -281,8 +283,7 @@ impl ExporterSpec {
     }
 
     pub(crate) fn validate(&self, defaults: &BatchConfig) -> Result<(), String> {
-        let b = self.batch_config(defaults);
-        super::check_batch(b.max_queue_size, b.max_export_batch_size)?;
+        super::check_batch(&self.batch_config(defaults))?;
         if let Self::Wasm(w) = self {
             if w.path.as_os_str().is_empty() {
                 return Err("`path` to the .wasm component is required".to_string());

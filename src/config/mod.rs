@@ -133,6 +133,7 @@ pub struct SignalConfig {
 /// scheduled_delay_ms = 5000
 /// export_timeout_ms = 30000
 /// shutdown_timeout_ms = 10000
+/// max_concurrent_exports = 1
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -147,6 +148,12 @@ pub struct BatchConfig {
     pub export_timeout_ms: u64,
     /// Longest wait for `force_flush` and `shutdown` of one exporter.
     pub shutdown_timeout_ms: u64,
+    /// Batches exported at once (1 to 64), as in the SDK's `with_max_concurrent_exports`.
+    /// A wasm exporter runs one sandboxed instance per concurrent export, each with its own
+    /// memory limit, `init` and fault backoff; they share nothing, so `{lens.instance}` in a
+    /// `settings` value becomes the instance's number (e.g. a `path` per instance). Example:
+    /// `max_concurrent_exports = 2` for an exporter slower than the application.
+    pub max_concurrent_exports: usize,
 }
 
 impl Default for BatchConfig {
@@ -159,6 +166,7 @@ impl Default for BatchConfig {
             scheduled_delay_ms: 5000,
             export_timeout_ms: 30_000,
             shutdown_timeout_ms: 10_000,
+            max_concurrent_exports: 1,
         }
     }
 }
@@ -174,6 +182,9 @@ impl BatchConfig {
         self.scheduled_delay_ms = o.scheduled_delay_ms.unwrap_or(self.scheduled_delay_ms);
         self.export_timeout_ms = o.export_timeout_ms.unwrap_or(self.export_timeout_ms);
         self.shutdown_timeout_ms = o.shutdown_timeout_ms.unwrap_or(self.shutdown_timeout_ms);
+        self.max_concurrent_exports = o
+            .max_concurrent_exports
+            .unwrap_or(self.max_concurrent_exports);
         self
     }
 }
@@ -260,8 +271,7 @@ impl LensConfig {
         if self.traces.exporters.is_empty() || self.metrics.exporters.is_empty() {
             ExporterSpec::from_shorthand(&self.exporter).map_err(|m| bad("exporter", m))?;
         }
-        let b = &self.batch;
-        check_batch(b.max_queue_size, b.max_export_batch_size).map_err(|m| bad("batch", m))?;
+        check_batch(&self.batch).map_err(|m| bad("batch", m))?;
         for (i, spec) in self.traces.exporters.iter().enumerate() {
             spec.validate(&self.batch)
                 .map_err(|m| bad(&format!("traces.exporters[{i}]"), m))?;
@@ -311,7 +321,18 @@ impl LensConfig {
     }
 }
 
-pub(crate) fn check_batch(queue: usize, batch: usize) -> Result<(), String> {
+/// Upper bound of `max_concurrent_exports`: each concurrent export is a thread (and, for a
+/// wasm exporter, an instance with its own memory).
+pub const MAX_CONCURRENT_EXPORTS: usize = 64;
+
+pub(crate) fn check_batch(b: &BatchConfig) -> Result<(), String> {
+    let (queue, batch) = (b.max_queue_size, b.max_export_batch_size);
+    if !(1..=MAX_CONCURRENT_EXPORTS).contains(&b.max_concurrent_exports) {
+        return Err(format!(
+            "max_concurrent_exports ({}) must be between 1 and {MAX_CONCURRENT_EXPORTS}",
+            b.max_concurrent_exports
+        ));
+    }
     if queue == 0 || batch == 0 {
         return Err("max_queue_size and max_export_batch_size must be at least 1".to_string());
     }

@@ -28,7 +28,8 @@ enum Control {
     SetResource(Resource),
 }
 
-/// What the worker holds out of the queue, shared with a shutdown that may give up on it.
+/// What the worker holds out of the queue (every chunk being exported), shared with a
+/// shutdown that may give up on it.
 #[derive(Default)]
 struct InFlight {
     spans: u64,
@@ -46,25 +47,36 @@ impl Shared {
         self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes up to `max` queued spans, unless shutdown gave up on this processor.
-    fn take_chunk(&self, max: usize) -> Option<Vec<SpanData>> {
+    /// Takes up to `lanes` chunks of at most `max` queued spans each (the first may be empty),
+    /// unless shutdown gave up on this processor.
+    fn take_chunks(&self, max: usize, lanes: usize) -> Option<Vec<Vec<SpanData>>> {
         let mut state = self.lock();
         if state.abandoned {
             return None;
         }
-        let chunk: Vec<SpanData> = self.spans_rx.try_iter().take(max).collect();
-        state.spans = chunk.len() as u64;
-        Some(chunk)
+        let mut chunks = Vec::with_capacity(lanes);
+        for _ in 0..lanes {
+            let chunk: Vec<SpanData> = self.spans_rx.try_iter().take(max).collect();
+            state.spans += chunk.len() as u64;
+            let last = chunk.len() < max;
+            if !chunk.is_empty() || chunks.is_empty() {
+                chunks.push(chunk);
+            }
+            if last {
+                break;
+            }
+        }
+        Some(chunks)
     }
 
-    /// Accounts for the chunk just exported; `false` when shutdown gave up meanwhile.
+    /// Accounts for a chunk just exported; `false` when shutdown gave up meanwhile.
     fn resolve(&self, n: u64, ok: bool, elapsed: Duration) -> bool {
         let mut state = self.lock();
         if state.abandoned {
             return false;
         }
         self.stats.record_batch(n, ok, elapsed);
-        state.spans = 0;
+        state.spans -= n;
         true
     }
 
@@ -120,6 +132,7 @@ impl BatchSpanProcessor {
             exporter,
             shared: shared.clone(),
             max_batch: config.max_export_batch_size.max(1),
+            lanes: config.max_concurrent_exports.max(1),
             delay: Duration::from_millis(config.scheduled_delay_ms.max(1)),
         };
         let name = format!("lens-bsp-{}", shared.stats.name());
@@ -224,6 +237,8 @@ struct Worker<E> {
     exporter: E,
     shared: Arc<Shared>,
     max_batch: usize,
+    /// Chunks exported at once (`max_concurrent_exports`).
+    lanes: usize,
     delay: Duration,
 }
 
@@ -251,7 +266,7 @@ impl<E: SpanExporter> Worker<E> {
                 },
                 recv(wake_rx) -> _ => {
                     while self.shared.spans_rx.len() >= self.max_batch {
-                        if self.export_chunk().is_none() {
+                        if self.export_round().is_none() {
                             return;
                         }
                     }
@@ -272,7 +287,7 @@ impl<E: SpanExporter> Worker<E> {
         let mut result = Ok(());
         let mut remaining = self.shared.spans_rx.len();
         while remaining > 0 {
-            match self.export_chunk() {
+            match self.export_round() {
                 None => return Err(OTelSdkError::InternalFailure("abandoned".into())),
                 Some((0, _)) => break,
                 Some((n, r)) => {
@@ -286,23 +301,63 @@ impl<E: SpanExporter> Worker<E> {
         result
     }
 
-    /// Exports one chunk; `None` once shutdown gave up on this processor.
-    fn export_chunk(&mut self) -> Option<(usize, OTelSdkResult)> {
-        let chunk = self.shared.take_chunk(self.max_batch)?;
-        let n = chunk.len();
+    /// Exports up to `lanes` chunks at once, each on its own thread beyond the first; `None`
+    /// once shutdown gave up on this processor. Returns the spans taken and the first error.
+    fn export_round(&mut self) -> Option<(usize, OTelSdkResult)> {
+        let mut chunks = self.shared.take_chunks(self.max_batch, self.lanes)?;
+        let n: usize = chunks.iter().map(Vec::len).sum();
         if n == 0 {
             return Some((0, Ok(())));
         }
-        let started = Instant::now();
-        let result = futures_executor::block_on(self.exporter.export(chunk));
-        if let Err(e) = &result {
-            log::warn!(
-                "exporter `{}`: export of {n} spans failed: {e}",
-                self.shared.stats.name()
-            );
+        let first = chunks.remove(0);
+        let (shared, exporter) = (&*self.shared, &self.exporter);
+        let results: Vec<Option<OTelSdkResult>> = std::thread::scope(|scope| {
+            let others: Vec<_> = chunks
+                .into_iter()
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        let _suppress = Context::enter_telemetry_suppressed_scope();
+                        export_one(shared, exporter, chunk)
+                    })
+                })
+                .collect();
+            let mut results = vec![export_one(shared, exporter, first)];
+            results.extend(others.into_iter().map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Some(Err(OTelSdkError::InternalFailure(
+                        "an export thread panicked".into(),
+                    )))
+                })
+            }));
+            results
+        });
+        let mut result = Ok(());
+        for r in results {
+            match r? {
+                Err(e) if result.is_ok() => result = Err(e),
+                _ => {}
+            }
         }
-        self.shared
-            .resolve(n as u64, result.is_ok(), started.elapsed())
-            .then_some((n, result))
+        Some((n, result))
     }
+}
+
+/// Exports one chunk and accounts for it; `None` once shutdown gave up on this processor.
+fn export_one<E: SpanExporter>(
+    shared: &Shared,
+    exporter: &E,
+    chunk: Vec<SpanData>,
+) -> Option<OTelSdkResult> {
+    let n = chunk.len();
+    let started = Instant::now();
+    let result = futures_executor::block_on(exporter.export(chunk));
+    if let Err(e) = &result {
+        log::warn!(
+            "exporter `{}`: export of {n} spans failed: {e}",
+            shared.stats.name()
+        );
+    }
+    shared
+        .resolve(n as u64, result.is_ok(), started.elapsed())
+        .then_some(result)
 }

@@ -9,7 +9,8 @@
 //! exponentially (1 s → 30 s, reset after 10 s without one), counting spans as dropped rather
 //! than queueing them forever.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
@@ -37,6 +38,8 @@ pub const MAX_GUEST_ERROR: usize = 1024;
 pub const HEALTHY_PERIOD: Duration = Duration::from_secs(10);
 /// Longest backoff after repeated faults.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// In a setting value, replaced by the instance's number (0 up to `max_concurrent_exports`).
+pub const INSTANCE_PLACEHOLDER: &str = "{lens.instance}";
 /// Extra wait beyond the call deadline before a worker counts as stuck in a host call.
 const GRACE: Duration = Duration::from_millis(250);
 
@@ -75,6 +78,8 @@ struct Worker {
 }
 
 struct State {
+    /// This lane's number, for `{lens.instance}` in setting values.
+    instance: usize,
     worker: Option<Worker>,
     resource: Resource,
     started_once: bool,
@@ -84,10 +89,14 @@ struct State {
     shut_down: bool,
 }
 
-/// A span exporter running a sandboxed WebAssembly component.
+/// A span exporter running a sandboxed WebAssembly component: one instance per lane, as
+/// many lanes as the batch processor's `max_concurrent_exports`. Each lane has its own
+/// instance, worker thread, fault count and backoff; an export takes a free lane.
 pub struct WasmSpanExporter {
     rt: Arc<Runtime>,
-    state: Mutex<State>,
+    lanes: Box<[Mutex<State>]>,
+    /// Where the next export starts looking for a free lane.
+    next: AtomicUsize,
 }
 
 impl std::fmt::Debug for WasmSpanExporter {
@@ -187,10 +196,21 @@ impl Runtime {
         }
     }
 
+    /// The settings passed to instance number `instance`: `{lens.instance}` in a value
+    /// becomes that number, so that concurrent instances can write separate files.
+    fn settings(&self, instance: usize) -> Vec<(String, String)> {
+        let n = instance.to_string();
+        self.settings
+            .iter()
+            .map(|(k, v)| (k.clone(), v.replace(INSTANCE_PLACEHOLDER, &n)))
+            .collect()
+    }
+
     /// Instantiates and initialises a guest; on success the thread serves `jobs`.
     fn run_worker(
         self: Arc<Self>,
         resource: Resource,
+        number: usize,
         ready: Sender<Outcome>,
         jobs: Receiver<Job>,
     ) {
@@ -206,7 +226,7 @@ impl Runtime {
             self.arm(&mut store)?;
             let init = bindings.lens_exporter_span_exporter().call_init(
                 &mut store,
-                &self.settings,
+                &self.settings(number),
                 &encode::resource(&resource),
             )?;
             Ok((
@@ -290,18 +310,24 @@ impl Runtime {
 }
 
 impl WasmSpanExporter {
-    pub(crate) fn new(rt: Runtime, resource: Resource) -> Self {
-        Self {
-            rt: Arc::new(rt),
-            state: Mutex::new(State {
+    /// An exporter with `lanes` instances (at least one), none started yet.
+    pub(crate) fn new(rt: Runtime, resource: Resource, lanes: usize) -> Self {
+        let lane = |instance| {
+            Mutex::new(State {
+                instance,
                 worker: None,
-                resource,
+                resource: resource.clone(),
                 started_once: false,
                 consecutive_faults: 0,
                 last_fault: None,
                 backoff_until: None,
                 shut_down: false,
-            }),
+            })
+        };
+        Self {
+            rt: Arc::new(rt),
+            lanes: (0..lanes.max(1)).map(lane).collect(),
+            next: AtomicUsize::new(0),
         }
     }
 
@@ -316,15 +342,38 @@ impl WasmSpanExporter {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    /// Instances this exporter runs at most (one per concurrent export).
+    pub fn instances(&self) -> usize {
+        self.lanes.len()
     }
 
-    /// Starts an instance now (at setup: init errors surface before any span flows).
+    fn lock(lane: &Mutex<State>) -> MutexGuard<'_, State> {
+        lane.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A free lane if there is one (starting after the last one handed out), else waits for
+    /// the next in turn.
+    fn acquire(&self) -> MutexGuard<'_, State> {
+        let n = self.lanes.len();
+        let first = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        for i in 0..n {
+            match self.lanes[(first + i) % n].try_lock() {
+                Ok(st) => return st,
+                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(TryLockError::WouldBlock) => {}
+            }
+        }
+        Self::lock(&self.lanes[first])
+    }
+
+    /// Starts every instance now (at setup: init errors surface before any span flows).
     pub(crate) fn start(&self) -> Result<(), String> {
-        let mut st = self.lock();
-        self.ensure_worker(&mut st)
-            .map_err(|(kind, detail)| format!("{kind}: {detail}"))
+        for lane in &self.lanes {
+            let mut st = Self::lock(lane);
+            self.ensure_worker(&mut st)
+                .map_err(|(kind, detail)| format!("{kind}: {detail}"))?;
+        }
+        Ok(())
     }
 
     fn ensure_worker(&self, st: &mut State) -> Result<(), (String, String)> {
@@ -335,9 +384,10 @@ impl WasmSpanExporter {
         let (jobs_tx, jobs_rx) = unbounded();
         let rt = self.rt.clone();
         let resource = st.resource.clone();
+        let instance = st.instance;
         std::thread::Builder::new()
             .name(format!("lens-wasm-{}", self.rt.name))
-            .spawn(move || rt.run_worker(resource, ready_tx, jobs_rx))
+            .spawn(move || rt.run_worker(resource, instance, ready_tx, jobs_rx))
             .map_err(|e| {
                 (
                     "host error".to_string(),
@@ -439,7 +489,7 @@ impl WasmSpanExporter {
     /// Conformance probe: shuts the guest down, then sends it `batch` anyway (bypassing the
     /// host's own refusal). `Ok(true)`: the guest refused with an error, as it must.
     pub(crate) fn export_after_guest_shutdown(&self, batch: Vec<SpanData>) -> Result<bool, String> {
-        let mut st = self.lock();
+        let mut st = Self::lock(&self.lanes[0]);
         self.call(&mut st, Job::Shutdown)
             .map_err(|e| format!("shutdown failed: {e}"))?;
         let traps_before = self.rt.stats.snapshot().traps.values().sum::<u64>();
@@ -457,7 +507,7 @@ impl WasmSpanExporter {
 
 impl SpanExporter for WasmSpanExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let mut st = self.lock();
+        let mut st = self.acquire();
         if st.shut_down {
             return Err(OTelSdkError::AlreadyShutdown);
         }
@@ -465,33 +515,42 @@ impl SpanExporter for WasmSpanExporter {
     }
 
     fn force_flush(&self) -> OTelSdkResult {
-        let mut st = self.lock();
-        if st.shut_down || st.worker.is_none() {
-            return Ok(());
+        let mut result = Ok(());
+        for lane in &self.lanes {
+            let mut st = Self::lock(lane);
+            if st.shut_down || st.worker.is_none() {
+                continue;
+            }
+            result = result.and(self.call(&mut st, Job::Flush));
         }
-        self.call(&mut st, Job::Flush)
+        result
     }
 
     fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
-        let mut st = self.lock();
-        if std::mem::replace(&mut st.shut_down, true) {
-            return Err(OTelSdkError::AlreadyShutdown);
+        let mut result = Ok(());
+        for lane in &self.lanes {
+            let mut st = Self::lock(lane);
+            if std::mem::replace(&mut st.shut_down, true) {
+                return Err(OTelSdkError::AlreadyShutdown);
+            }
+            if st.worker.is_none() {
+                continue;
+            }
+            st.backoff_until = None;
+            result = result.and(self.call(&mut st, Job::Shutdown));
+            st.worker = None;
         }
-        if st.worker.is_none() {
-            return Ok(());
-        }
-        st.backoff_until = None;
-        let result = self.call(&mut st, Job::Shutdown);
-        st.worker = None;
         result
     }
 
     fn set_resource(&mut self, resource: &Resource) {
-        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if st.resource != *resource {
-            st.resource = resource.clone();
-            st.worker = None; // the next batch initialises a fresh instance with it
-            st.started_once = false; // not a restart after a fault
+        for lane in self.lanes.iter_mut() {
+            let st = lane.get_mut().unwrap_or_else(|p| p.into_inner());
+            if st.resource != *resource {
+                st.resource = resource.clone();
+                st.worker = None; // the next batch initialises a fresh instance with it
+                st.started_once = false; // not a restart after a fault
+            }
         }
     }
 }

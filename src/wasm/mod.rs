@@ -28,7 +28,7 @@ pub mod sandbox;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use exporter::WasmSpanExporter;
+pub use exporter::{INSTANCE_PLACEHOLDER, WasmSpanExporter};
 pub use load::{EXPORT_NAME, LoadedComponent, WORLD_NAME, load, load_with};
 
 use crate::config::{BatchConfig, WasmExporterSpec};
@@ -83,7 +83,8 @@ impl WasmSpanExporter {
             stats,
             encoding: std::sync::Mutex::new(None),
         };
-        let exporter = WasmSpanExporter::new(rt, ctx.resource.clone());
+        let exporter =
+            WasmSpanExporter::new(rt, ctx.resource.clone(), batch.max_concurrent_exports);
         exporter.start().map_err(err)?;
         Ok(exporter)
     }
