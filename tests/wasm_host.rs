@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use lens::config::{EnvGrant, ExporterSpec, SignalConfig, WasmExporterSpec, WasmPreopen};
 use lens::opentelemetry::trace::{
-    Link, Span, SpanKind, Status, TraceContextExt, Tracer, TracerProvider,
+    Link, Span, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags, TraceId,
+    TraceState, Tracer, TracerProvider,
 };
-use lens::opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
+use lens::opentelemetry::{Array, Context, InstrumentationScope, KeyValue, Value};
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::error::OTelSdkResult;
 use lens::opentelemetry_sdk::trace::{SpanData, SpanExporter};
@@ -105,6 +106,20 @@ fn produce(handle: &TelemetryHandle, bulk: usize) {
         save.set_status(Status::Ok);
         save.end();
     });
+    // A remote parent with a trace state, and more attributes than the span limit (128).
+    let remote = SpanContext::new(
+        TraceId::from(0x5b8e_0000_0000_0000_0000_0000_0000_0001),
+        SpanId::from(0x00f0_67aa_0ba9_02b7),
+        TraceFlags::SAMPLED,
+        true,
+        TraceState::from_key_value([("vendor", "a1"), ("lens", "b2")]).unwrap(),
+    );
+    let mut limited =
+        tracer.start_with_context("limited", &Context::new().with_remote_span_context(remote));
+    for i in 0..130 {
+        limited.set_attribute(KeyValue::new(format!("k{i}"), i));
+    }
+    limited.end();
     for i in 0..bulk {
         let mut s = tracer.start("bulk");
         s.set_attribute(KeyValue::new("i", i as i64));
@@ -158,12 +173,16 @@ fn recorder_typed_encoding_matches_the_oracle_span_by_span() {
         .iter()
         .map(|l| l["typed"].as_array().unwrap())
         .collect();
-    assert!(batches.len() >= 3, "1502 spans in batches of at most 512");
+    assert!(batches.len() >= 3, "1503 spans in batches of at most 512");
     assert!(batches.iter().all(|b| b.len() <= 512));
     let got: Vec<&Json> = batches.into_iter().flatten().collect();
     let expected = oracle.0.lock().unwrap().clone();
     assert_eq!(got.len(), expected.len());
-    assert_eq!(got.len(), 1502);
+    assert_eq!(got.len(), 1503);
+    let limited = got.iter().find(|s| s["name"] == "limited").unwrap();
+    assert_eq!(limited["trace_state"], "vendor=a1,lens=b2");
+    assert_eq!(limited["dropped"][0], 2);
+    assert_eq!(limited["parent_span_id"], "00f067aa0ba902b7");
     let by_id: HashMap<String, &Json> = got
         .iter()
         .map(|s| (s["span_id"].as_str().unwrap().to_string(), *s))
@@ -181,6 +200,18 @@ fn recorder_typed_encoding_matches_the_oracle_span_by_span() {
             } else {
                 Json::from(parent)
             }
+        );
+        let cx = &span.span_context;
+        assert_eq!(g["flags"], cx.trace_flags().to_u8());
+        assert_eq!(g["remote"], cx.is_remote());
+        assert_eq!(g["trace_state"], cx.trace_state().header());
+        assert_eq!(
+            g["dropped"],
+            serde_json::json!([
+                span.dropped_attributes_count,
+                span.events.dropped_count,
+                span.links.dropped_count
+            ])
         );
         assert_eq!(g["start"], nanos(span.start_time));
         assert_eq!(g["end"], nanos(span.end_time));
@@ -209,7 +240,7 @@ fn recorder_typed_encoding_matches_the_oracle_span_by_span() {
     assert_eq!(save["links"][0]["span_id"], step["span_id"]);
     let e = handle.stats();
     let e = e.exporter("recorder").unwrap();
-    assert_eq!((e.received, e.exported, e.dropped()), (1502, 1502, 0));
+    assert_eq!((e.received, e.exported, e.dropped()), (1503, 1503, 0));
     assert_eq!(e.restarts, 0);
     assert!(e.peak_memory_bytes > 0);
 }
@@ -296,7 +327,7 @@ fn concurrent_exports_run_one_instance_each_and_deliver_every_span_once() {
     );
     let e = handle.stats();
     let e = e.exporter("recorder").unwrap();
-    assert_eq!((e.received, e.exported, e.dropped()), (1502, 1502, 0));
+    assert_eq!((e.received, e.exported, e.dropped()), (1503, 1503, 0));
     assert_eq!(e.restarts, 0);
 }
 

@@ -83,6 +83,10 @@ impl Guest for Recorder {
                             "name": s.name,
                             "trace_id": format!("{:016x}{:016x}", cx.trace_id.0, cx.trace_id.1),
                             "span_id": format!("{:016x}", cx.span_id),
+                            "flags": cx.trace_flags,
+                            "remote": cx.is_remote,
+                            "trace_state": cx.trace_state,
+                            "dropped": [s.dropped_attributes, s.dropped_events, s.dropped_links],
                             "parent_span_id": s.parent_span_id.map(|p| format!("{p:016x}")),
                             "kind": match s.span_kind {
                                 SpanKind::Client => "client", SpanKind::Server => "server",

@@ -6,6 +6,12 @@
 //! mirror types have the same shape as `lens:exporter/types` (wasmtime checks it, field by
 //! field, when the function is looked up) but hold `&str` and slices into the spans, so the
 //! only copy is the canonical ABI's own copy into guest memory.
+//!
+//! The two records every span repeats, `span-data` and `key-value`, are lowered by hand
+//! ([`image`]): each list of them is rendered into one host buffer and copied in once, instead
+//! of one guest-memory lookup per field.
+
+mod image;
 
 use opentelemetry::trace::{SpanContext, Status};
 use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
@@ -40,7 +46,8 @@ pub(crate) enum ValueRef<'a> {
     F64Array(&'a [f64]),
 }
 
-#[derive(ComponentType, Lower)]
+/// Lowered by hand: [`image`].
+#[derive(ComponentType)]
 #[component(record)]
 pub(crate) struct KeyValueRef<'a> {
     key: &'a str,
@@ -104,7 +111,8 @@ pub(crate) struct LinkRef<'a> {
     dropped_attributes: u32,
 }
 
-#[derive(ComponentType, Lower)]
+/// Lowered by hand: [`image`].
+#[derive(ComponentType)]
 #[component(record)]
 pub(crate) struct SpanDataRef<'a> {
     #[component(name = "span-context")]
