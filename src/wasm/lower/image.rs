@@ -259,60 +259,39 @@ fn flat_unsupported(what: &str) -> Result<()> {
     bail!("`{what}` is only lowered into guest memory, as a list element")
 }
 
-unsafe impl Lower for KeyValueRef<'_> {
-    fn linear_lower_to_flat<T>(
-        &self,
-        _: &mut LowerContext<'_, T>,
-        _: InterfaceType,
-        _: &mut MaybeUninit<Self::Lower>,
-    ) -> Result<()> {
-        flat_unsupported("key-value")
-    }
+/// `Lower` for a record rendered by `render`: alone or as a list, through one image.
+macro_rules! lowered_by_image {
+    ($ty:ident, $wit:literal, $render:path) => {
+        unsafe impl Lower for $ty<'_> {
+            fn linear_lower_to_flat<T>(
+                &self,
+                _: &mut LowerContext<'_, T>,
+                _: InterfaceType,
+                _: &mut MaybeUninit<Self::Lower>,
+            ) -> Result<()> {
+                flat_unsupported($wit)
+            }
 
-    fn linear_lower_to_memory<T>(
-        &self,
-        cx: &mut LowerContext<'_, T>,
-        ty: InterfaceType,
-        offset: usize,
-    ) -> Result<()> {
-        Cx::new(cx).fill(std::slice::from_ref(self), ty, offset, Cx::key_value)
-    }
+            fn linear_lower_to_memory<T>(
+                &self,
+                cx: &mut LowerContext<'_, T>,
+                ty: InterfaceType,
+                offset: usize,
+            ) -> Result<()> {
+                Cx::new(cx).fill(std::slice::from_ref(self), ty, offset, $render)
+            }
 
-    fn linear_store_list_to_memory<T>(
-        cx: &mut LowerContext<'_, T>,
-        ty: InterfaceType,
-        offset: usize,
-        items: &[Self],
-    ) -> Result<()> {
-        Cx::new(cx).fill(items, ty, offset, Cx::key_value)
-    }
+            fn linear_store_list_to_memory<T>(
+                cx: &mut LowerContext<'_, T>,
+                ty: InterfaceType,
+                offset: usize,
+                items: &[Self],
+            ) -> Result<()> {
+                Cx::new(cx).fill(items, ty, offset, $render)
+            }
+        }
+    };
 }
 
-unsafe impl Lower for SpanDataRef<'_> {
-    fn linear_lower_to_flat<T>(
-        &self,
-        _: &mut LowerContext<'_, T>,
-        _: InterfaceType,
-        _: &mut MaybeUninit<Self::Lower>,
-    ) -> Result<()> {
-        flat_unsupported("span-data")
-    }
-
-    fn linear_lower_to_memory<T>(
-        &self,
-        cx: &mut LowerContext<'_, T>,
-        ty: InterfaceType,
-        offset: usize,
-    ) -> Result<()> {
-        Cx::new(cx).fill(std::slice::from_ref(self), ty, offset, Cx::span)
-    }
-
-    fn linear_store_list_to_memory<T>(
-        cx: &mut LowerContext<'_, T>,
-        ty: InterfaceType,
-        offset: usize,
-        items: &[Self],
-    ) -> Result<()> {
-        Cx::new(cx).fill(items, ty, offset, Cx::span)
-    }
-}
+lowered_by_image!(KeyValueRef, "key-value", Cx::key_value);
+lowered_by_image!(SpanDataRef, "span-data", Cx::span);
