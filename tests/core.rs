@@ -734,6 +734,7 @@ fn environment_overrides_with_fallback_prefix() {
         ("OTEL_SERVICE_NAME", "from-otel"),
         ("OTEL_BSP_MAX_QUEUE_SIZE", "4096"),
         ("OTEL_BSP_SCHEDULE_DELAY", "250"),
+        ("OTEL_BSP_MAX_CONCURRENT_EXPORTS", "2"),
         ("OTEL_METRIC_EXPORT_INTERVAL", "2000"),
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
         ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=secret,x-team=ml"),
@@ -751,6 +752,7 @@ fn environment_overrides_with_fallback_prefix() {
     assert_eq!(cfg.service_name, "from-otel");
     assert_eq!(cfg.batch.max_queue_size, 4096);
     assert_eq!(cfg.batch.scheduled_delay_ms, 250);
+    assert_eq!(cfg.batch.max_concurrent_exports, 2);
     assert_eq!(cfg.metric_export_interval_ms, 2000);
     assert_eq!(
         cfg.otlp.protocol,
@@ -781,6 +783,10 @@ fn environment_errors_name_the_variable() {
         (
             ("OTEL_BSP_MAX_QUEUE_SIZE", "big"),
             "invalid environment variable OTEL_BSP_MAX_QUEUE_SIZE=\"big\": expected a positive whole number",
+        ),
+        (
+            ("OTEL_BSP_MAX_CONCURRENT_EXPORTS", "100"),
+            "invalid config <config>: `batch`: max_concurrent_exports (100) must be between 1 and 64",
         ),
         (
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon"),
