@@ -342,6 +342,45 @@ fn shutdown_timeout_counts_queued_and_in_flight_spans_as_dropped() {
     }
 }
 
+/// Panics on a batch holding a span named `boom`.
+#[derive(Debug)]
+struct PanickingExporter;
+
+impl SpanExporter for PanickingExporter {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        assert!(batch.iter().all(|s| s.name != "boom"), "a span named boom");
+        Ok(())
+    }
+}
+
+#[test]
+fn a_panicking_exporter_fails_its_batch_and_the_processor_carries_on() {
+    for lanes in [1, 2] {
+        let mut cfg = config("none");
+        cfg.batch.max_export_batch_size = 10;
+        cfg.batch.max_concurrent_exports = lanes;
+        let handle = Telemetry::builder(cfg)
+            .span_exporter(PanickingExporter)
+            .local();
+        let tracer = handle.tracer("t");
+        for boom in [false, true, false] {
+            for i in 0..10 {
+                tracer
+                    .start(if boom && i == 5 { "boom" } else { "fine" })
+                    .end();
+            }
+            let _ = handle.force_flush(T); // fails if the panicking batch was flushed
+        }
+        handle.shutdown(T).unwrap();
+        let e = &handle.stats().exporters[0];
+        assert_eq!(
+            (e.received, e.exported, e.dropped_export_failed),
+            (30, 20, 10),
+            "{lanes} lanes: {e:?}"
+        );
+    }
+}
+
 /// Records which spans each call got and how many calls overlapped; every fourth call fails.
 #[derive(Debug, Default)]
 struct Overlap {

@@ -587,6 +587,40 @@ fn traps_never_reach_training_and_the_counts_add_up() {
 }
 
 #[test]
+fn with_two_instances_batches_avoid_the_one_backing_off() {
+    let mut hostile = spec(HOSTILE, &[("mode", "panic-on-boom")]);
+    hostile.name = Some("hostile".into());
+    hostile.batch.max_concurrent_exports = Some(2);
+    let (handle, _oracle) = install(vec![hostile], 10);
+    let tracer = handle.tracer("t");
+    let batch = |boom: bool| {
+        for i in 0..10 {
+            tracer
+                .start(if boom && i == 3 { "boom" } else { "fine" })
+                .end();
+        }
+        let _ = handle.force_flush(T);
+    };
+    batch(true); // instance 0 traps
+    batch(true); // instance 1 traps
+    batch(true); // instance 0 rebuilt, traps again: backs off for 1 s
+    batch(false); // instance 1 rebuilt: exported
+    batch(false); // instance 0's turn, but it is backing off: instance 1 exports it
+    batch(false); // instance 1 again
+    handle.shutdown(T).unwrap();
+    let stats = handle.stats();
+    let w = stats.exporter("hostile").unwrap();
+    assert_eq!(w.received, 60);
+    assert_eq!(
+        (w.exported, w.dropped_export_failed, w.dropped()),
+        (30, 30, 30),
+        "{w:?}"
+    );
+    assert_eq!(w.traps.get("unreachable"), Some(&3), "{w:?}");
+    assert_eq!(w.restarts, 2, "{w:?}");
+}
+
+#[test]
 fn guest_health_is_reported_as_lens_metrics() {
     let reader = lens::InMemoryMetricReader::new();
     let mut hostile = spec(HOSTILE, &[("mode", "panic-on-boom")]);

@@ -8,6 +8,7 @@
 //! the deadline passed, or ended after shutdown). The application thread only ever does a
 //! non-blocking `try_send`; it never waits on the exporter.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -322,13 +323,8 @@ impl<E: SpanExporter> Worker<E> {
                 })
                 .collect();
             let mut results = vec![export_one(shared, exporter, first)];
-            results.extend(others.into_iter().map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Some(Err(OTelSdkError::InternalFailure(
-                        "an export thread panicked".into(),
-                    )))
-                })
-            }));
+            // `export_one` catches the exporter's panics: joining cannot fail.
+            results.extend(others.into_iter().map(|h| h.join().unwrap_or(None)));
             results
         });
         let mut result = Ok(());
@@ -342,7 +338,8 @@ impl<E: SpanExporter> Worker<E> {
     }
 }
 
-/// Exports one chunk and accounts for it; `None` once shutdown gave up on this processor.
+/// Exports one chunk and accounts for it (a panic is a failed export); `None` once shutdown
+/// gave up on this processor.
 fn export_one<E: SpanExporter>(
     shared: &Shared,
     exporter: &E,
@@ -350,7 +347,15 @@ fn export_one<E: SpanExporter>(
 ) -> Option<OTelSdkResult> {
     let n = chunk.len();
     let started = Instant::now();
-    let result = futures_executor::block_on(exporter.export(chunk));
+    // A panicking exporter fails its batch; the worker thread carries on.
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        futures_executor::block_on(exporter.export(chunk))
+    }))
+    .unwrap_or_else(|_| {
+        Err(OTelSdkError::InternalFailure(
+            "the exporter panicked".into(),
+        ))
+    });
     if let Err(e) = &result {
         log::warn!(
             "exporter `{}`: export of {n} spans failed: {e}",

@@ -351,19 +351,26 @@ impl WasmSpanExporter {
         lane.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A free lane if there is one (starting after the last one handed out), else waits for
-    /// the next in turn.
+    /// A free lane that is not backing off after faults, if there is one (looking from the
+    /// next in turn); else a free lane backing off (the export fails fast); else waits for the
+    /// next in turn.
     fn acquire(&self) -> MutexGuard<'_, State> {
         let n = self.lanes.len();
         let first = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let now = Instant::now();
+        let mut backing_off = None;
         for i in 0..n {
-            match self.lanes[(first + i) % n].try_lock() {
-                Ok(st) => return st,
-                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
-                Err(TryLockError::WouldBlock) => {}
+            let st = match self.lanes[(first + i) % n].try_lock() {
+                Ok(st) => st,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => continue,
+            };
+            if st.backoff_until.is_none_or(|until| until <= now) {
+                return st;
             }
+            backing_off.get_or_insert(st);
         }
-        Self::lock(&self.lanes[first])
+        backing_off.unwrap_or_else(|| Self::lock(&self.lanes[first]))
     }
 
     /// Starts every instance now (at setup: init errors surface before any span flows).
