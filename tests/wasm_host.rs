@@ -547,77 +547,70 @@ fn an_exporter_refusing_to_start_fails_setup_with_its_message() {
     );
 }
 
-#[test]
-fn traps_never_reach_training_and_the_counts_add_up() {
+/// Ten spans through `handle`, one named `boom` if asked, then a flush (a failed batch fails
+/// the flush, never the application).
+fn ten_spans(handle: &TelemetryHandle, boom: bool) {
+    let tracer = handle.tracer("t");
+    for i in 0..10 {
+        tracer
+            .start(if boom && i == 3 { "boom" } else { "fine" })
+            .end();
+    }
+    let _ = handle.force_flush(T);
+}
+
+/// A `panic-on-boom` guest named `hostile` with `lanes` instances, and the oracle.
+fn panic_on_boom(lanes: usize) -> (TelemetryHandle, Oracle) {
     let mut hostile = spec(HOSTILE, &[("mode", "panic-on-boom")]);
     hostile.name = Some("hostile".into());
-    let (handle, oracle) = install(vec![hostile], 10);
-    let tracer = handle.tracer("t");
-    let batch = |boom: bool| {
-        for i in 0..10 {
-            tracer
-                .start(if boom && i == 3 { "boom" } else { "fine" })
-                .end();
-        }
-        let _ = handle.force_flush(T); // a failed batch fails the flush, never the application
-    };
-    batch(false); // exported
-    batch(true); // trap: dropped, instance discarded
-    batch(false); // fresh instance: exported (restart 1)
-    batch(true); // second trap within 10 s: dropped, backoff 1 s starts
-    batch(false); // dropped: backing off
-    std::thread::sleep(Duration::from_millis(1100));
-    batch(false); // backoff over: fresh instance, exported (restart 2)
+    hostile.batch.max_concurrent_exports = Some(lanes);
+    install(vec![hostile], 10)
+}
+
+/// After shutdown: (exported, failed, dropped, traps, restarts) of `hostile`.
+fn hostile_counts(handle: &TelemetryHandle) -> (u64, u64, u64, u64, u64) {
     handle.shutdown(T).unwrap();
     let stats = handle.stats();
     let w = stats.exporter("hostile").unwrap();
+    assert_eq!(w.received, w.exported + w.dropped(), "{w:?}");
+    let traps = w.traps.get("unreachable").copied().unwrap_or(0);
+    (
+        w.exported,
+        w.dropped_export_failed,
+        w.dropped(),
+        traps,
+        w.restarts,
+    )
+}
+
+#[test]
+fn traps_never_reach_training_and_the_counts_add_up() {
+    let (handle, oracle) = panic_on_boom(1);
+    ten_spans(&handle, false); // exported
+    ten_spans(&handle, true); // trap: dropped, instance discarded
+    ten_spans(&handle, false); // fresh instance: exported (restart 1)
+    ten_spans(&handle, true); // second trap within 10 s: dropped, backoff 1 s starts
+    ten_spans(&handle, false); // dropped: backing off
+    std::thread::sleep(Duration::from_millis(1100));
+    ten_spans(&handle, false); // backoff over: fresh instance, exported (restart 2)
+    assert_eq!(hostile_counts(&handle), (30, 30, 30, 2, 2));
     assert_eq!(
         oracle.0.lock().unwrap().len(),
         60,
         "the other exporter got every span"
     );
-    assert_eq!(w.received, 60);
-    assert_eq!(
-        (w.exported, w.dropped_export_failed, w.dropped()),
-        (30, 30, 30),
-        "{w:?}"
-    );
-    assert_eq!(w.traps.get("unreachable"), Some(&2), "{w:?}");
-    assert_eq!(w.restarts, 2, "{w:?}");
 }
 
 #[test]
 fn with_two_instances_batches_avoid_the_one_backing_off() {
-    let mut hostile = spec(HOSTILE, &[("mode", "panic-on-boom")]);
-    hostile.name = Some("hostile".into());
-    hostile.batch.max_concurrent_exports = Some(2);
-    let (handle, _oracle) = install(vec![hostile], 10);
-    let tracer = handle.tracer("t");
-    let batch = |boom: bool| {
-        for i in 0..10 {
-            tracer
-                .start(if boom && i == 3 { "boom" } else { "fine" })
-                .end();
-        }
-        let _ = handle.force_flush(T);
-    };
-    batch(true); // instance 0 traps
-    batch(true); // instance 1 traps
-    batch(true); // instance 0 rebuilt, traps again: backs off for 1 s
-    batch(false); // instance 1 rebuilt: exported
-    batch(false); // instance 0's turn, but it is backing off: instance 1 exports it
-    batch(false); // instance 1 again
-    handle.shutdown(T).unwrap();
-    let stats = handle.stats();
-    let w = stats.exporter("hostile").unwrap();
-    assert_eq!(w.received, 60);
-    assert_eq!(
-        (w.exported, w.dropped_export_failed, w.dropped()),
-        (30, 30, 30),
-        "{w:?}"
-    );
-    assert_eq!(w.traps.get("unreachable"), Some(&3), "{w:?}");
-    assert_eq!(w.restarts, 2, "{w:?}");
+    let (handle, _) = panic_on_boom(2);
+    ten_spans(&handle, true); // instance 0 traps
+    ten_spans(&handle, true); // instance 1 traps
+    ten_spans(&handle, true); // instance 0 rebuilt, traps again: backs off for 1 s
+    ten_spans(&handle, false); // instance 1 rebuilt: exported
+    ten_spans(&handle, false); // instance 0's turn, but it is backing off: instance 1 exports
+    ten_spans(&handle, false); // instance 1 again
+    assert_eq!(hostile_counts(&handle), (30, 30, 30, 3, 2));
 }
 
 #[test]
