@@ -21,7 +21,9 @@
 //! ```
 //!
 //! Every span that reaches a batch processor is either exported or counted as dropped, per
-//! exporter ([`DeliveryStats`]).
+//! exporter ([`DeliveryStats`]). A batch processor exports one batch at a time, or up to
+//! `batch.max_concurrent_exports` at once; a wasm exporter then runs one sandboxed instance per
+//! concurrent export.
 
 pub mod config;
 mod error;
