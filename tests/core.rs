@@ -398,7 +398,12 @@ impl SpanExporter for OverlapExporter {
         let this = &self.0;
         let now = this.running.fetch_add(1, Ordering::SeqCst) + 1;
         this.max_running.fetch_max(now, Ordering::SeqCst);
-        std::thread::sleep(Duration::from_millis(20));
+        // Wait (a bounded time) for the other calls of a round, however late they start.
+        let started = std::time::Instant::now();
+        while this.running.load(Ordering::SeqCst) < 3 && started.elapsed() < T / 20 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(5));
         this.running.fetch_sub(1, Ordering::SeqCst);
         if (this.calls.fetch_add(1, Ordering::SeqCst) + 1).is_multiple_of(4) {
             return Err(OTelSdkError::InternalFailure("backend said no".into()));
