@@ -48,15 +48,19 @@ impl Shared {
         self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes up to `lanes` chunks of at most `max` queued spans each (the first may be empty),
-    /// unless shutdown gave up on this processor.
-    fn take_chunks(&self, max: usize, lanes: usize) -> Option<Vec<Vec<SpanData>>> {
+    /// Takes up to `lanes` chunks of at most `max` queued spans each (the first may be empty;
+    /// with `full_only`, the others are taken only when full), unless shutdown gave up on this
+    /// processor.
+    fn take_chunks(&self, max: usize, lanes: usize, full_only: bool) -> Option<Vec<Vec<SpanData>>> {
         let mut state = self.lock();
         if state.abandoned {
             return None;
         }
         let mut chunks = Vec::with_capacity(lanes);
         for _ in 0..lanes {
+            if full_only && !chunks.is_empty() && self.spans_rx.len() < max {
+                break;
+            }
             let chunk: Vec<SpanData> = self.spans_rx.try_iter().take(max).collect();
             state.spans += chunk.len() as u64;
             let last = chunk.len() < max;
@@ -267,7 +271,7 @@ impl<E: SpanExporter> Worker<E> {
                 },
                 recv(wake_rx) -> _ => {
                     while self.shared.spans_rx.len() >= self.max_batch {
-                        if self.export_round().is_none() {
+                        if self.export_round(true).is_none() {
                             return;
                         }
                     }
@@ -288,7 +292,7 @@ impl<E: SpanExporter> Worker<E> {
         let mut result = Ok(());
         let mut remaining = self.shared.spans_rx.len();
         while remaining > 0 {
-            match self.export_round() {
+            match self.export_round(false) {
                 None => return Err(OTelSdkError::InternalFailure("abandoned".into())),
                 Some((0, _)) => break,
                 Some((n, r)) => {
@@ -302,10 +306,13 @@ impl<E: SpanExporter> Worker<E> {
         result
     }
 
-    /// Exports up to `lanes` chunks at once, each on its own thread beyond the first; `None`
-    /// once shutdown gave up on this processor. Returns the spans taken and the first error.
-    fn export_round(&mut self) -> Option<(usize, OTelSdkResult)> {
-        let mut chunks = self.shared.take_chunks(self.max_batch, self.lanes)?;
+    /// Exports up to `lanes` chunks at once (only full ones beyond the first if `full_only`),
+    /// each on its own thread beyond the first; `None` once shutdown gave up on this processor.
+    /// Returns the spans taken and the first error.
+    fn export_round(&mut self, full_only: bool) -> Option<(usize, OTelSdkResult)> {
+        let mut chunks = self
+            .shared
+            .take_chunks(self.max_batch, self.lanes, full_only)?;
         let n: usize = chunks.iter().map(Vec::len).sum();
         if n == 0 {
             return Some((0, Ok(())));
