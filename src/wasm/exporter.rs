@@ -342,11 +342,6 @@ impl WasmSpanExporter {
         })
     }
 
-    /// Instances this exporter runs at most (one per concurrent export).
-    pub fn instances(&self) -> usize {
-        self.lanes.len()
-    }
-
     fn lock(lane: &Mutex<State>) -> MutexGuard<'_, State> {
         lane.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -137,7 +137,8 @@ impl<'c, 'a, T: 'static> Cx<'c, 'a, T> {
         Ok(())
     }
 
-    /// Allocates a list of `items` in the guest and fills it; returns its pointer/length pair.
+    /// Allocates a list of `items` (of list type `ty`) in the guest and fills it; returns its
+    /// pointer/length pair.
     fn list<I: ComponentType>(
         &mut self,
         items: &[I],
@@ -145,7 +146,7 @@ impl<'c, 'a, T: 'static> Cx<'c, 'a, T> {
         render: impl Fn(&mut Self, &I, InterfaceType, usize, &mut [u8]) -> Result<()>,
     ) -> Result<[u8; 8]> {
         let base = self.cx.realloc(0, 0, I::ALIGN32, items.len() * I::SIZE32)?;
-        self.fill(items, ty, base, render)?;
+        self.fill(items, element(self.cx.types, ty), base, render)?;
         Ok(pair(base, items.len()))
     }
 
@@ -164,7 +165,6 @@ impl<'c, 'a, T: 'static> Cx<'c, 'a, T> {
         image: &mut [u8],
     ) -> Result<()> {
         let [key, value] = *KEY_VALUE;
-        let value_ty = record(self.cx.types, ty).fields[1].ty;
         put(image, key, &self.string(kv.key, at + key)?);
         let image = &mut image[value..value + ValueRef::SIZE32];
         let payload = ValueRef::PAYLOAD_OFFSET32;
@@ -188,16 +188,12 @@ impl<'c, 'a, T: 'static> Cx<'c, 'a, T> {
             }
             // Bytes and arrays: wasmtime's lowering, read back into the image.
             other => {
+                let value_ty = record(self.cx.types, ty).fields[1].ty;
                 other.linear_lower_to_memory(self.cx, value_ty, at + value)?;
                 image.copy_from_slice(&self.cx.as_slice_mut()[at + value..][..image.len()]);
             }
         }
         Ok(())
-    }
-
-    fn key_values(&mut self, kvs: &[KeyValueRef<'_>], ty: InterfaceType) -> Result<[u8; 8]> {
-        let elem = element(self.cx.types, ty);
-        self.list(kvs, elem, Self::key_value)
     }
 
     fn span(
@@ -239,7 +235,11 @@ impl<'c, 'a, T: 'static> Cx<'c, 'a, T> {
         put(image, o[3], &self.string(s.name, at + o[3])?);
         put(image, o[4], &s.start_time.to_le_bytes());
         put(image, o[5], &s.end_time.to_le_bytes());
-        put(image, o[6], &self.key_values(&s.attributes, fields[6].ty)?);
+        put(
+            image,
+            o[6],
+            &self.list(&s.attributes, fields[6].ty, Self::key_value)?,
+        );
         put(image, o[7], &self.derived_list(&s.events, fields[7].ty)?);
         put(image, o[8], &self.derived_list(&s.links, fields[8].ty)?);
         // status: unset, ok, error(string)
