@@ -1,6 +1,36 @@
-//! The public error type.
+//! The crate's error types, in one leaf module so that every layer can return them and
+//! [`LensError`] can carry the lower layers' errors as its sources.
+//!
+//! - [`LensError`]: what the public API returns; each variant names what it is about (the config
+//!   file and key, the environment variable, the exporter).
+//! - [`LoadError`]: what is wrong with a `.wasm` file.
+//! - [`WasmSetupError`]: why a `.wasm` exporter could not be set up (its file, its grants, its
+//!   first instance).
+//! - [`FaultKind`]: why a sandboxed instance was discarded (a trap, a deadline, …), as counted in
+//!   the statistics and the `kind` attribute of the health metrics.
 
+use std::error::Error;
+use std::fmt;
 use std::path::PathBuf;
+
+/// A boxed error, the source of a variant whose cause comes from another crate.
+pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
+
+/// The message of `e` followed by those of its sources, `: `-separated (`anyhow`'s `{:#}`).
+pub(crate) fn chain(e: &(dyn Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        let text = s.to_string();
+        // Wrappers that already print their source would repeat it.
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = s.source();
+    }
+    out
+}
 
 /// Everything that can go wrong setting up or running Lens. Each variant names what it is about:
 /// the config file and key, the environment variable, or the exporter.
@@ -13,6 +43,9 @@ pub enum LensError {
         source_name: String,
         /// What is wrong, naming the key.
         message: String,
+        /// The parser's or the file system's error, when there is one.
+        #[source]
+        source: Option<BoxError>,
     },
     /// An environment variable does not parse.
     #[error("invalid environment variable {variable}={value:?}: expected {expected}")]
@@ -31,7 +64,7 @@ pub enum LensError {
     AlreadyInitialized,
     /// Rank or world size are inconsistent.
     #[error("invalid rank: {0}")]
-    Rank(String),
+    Rank(#[from] RankError),
     /// The configured export strategy is not known.
     #[error("unknown export strategy `{name}` (built in: {builtin}; registered: {registered})")]
     UnknownStrategy {
@@ -45,39 +78,344 @@ pub enum LensError {
     /// Registering a strategy under a protected or taken name.
     #[error("cannot register export strategy `{0}`: the name is built in or already registered")]
     StrategyNameTaken(String),
-    /// An exporter could not be built.
-    #[error("exporter `{exporter}`: {message}")]
+    /// A native exporter could not be built.
+    #[error("exporter `{exporter}`: {message}: {}", chain(source.as_ref()))]
     Exporter {
         /// The exporter's display name.
         exporter: String,
-        /// What went wrong.
+        /// What was being built, e.g. `http://127.0.0.1:4317 (grpc)`.
         message: String,
+        /// Why it failed.
+        #[source]
+        source: BoxError,
     },
-    /// A `.wasm` exporter could not be loaded.
-    #[error("wasm exporter `{exporter}` ({path}): {message}")]
+    /// A `.wasm` exporter could not be set up.
+    #[error("wasm exporter `{exporter}` ({path}): {source}", path = path.display())]
     WasmLoad {
         /// The exporter's display name.
         exporter: String,
         /// The component file.
         path: PathBuf,
-        /// What is wrong with it.
-        message: String,
+        /// What is wrong with it, its grants or its first instance.
+        #[source]
+        source: WasmSetupError,
     },
     /// Flush or shutdown did not complete cleanly.
     #[error("{operation} incomplete: {details}")]
     Incomplete {
         /// `force_flush` or `shutdown`.
         operation: &'static str,
-        /// Per exporter, what failed.
+        /// Per exporter and signal, what failed.
         details: String,
     },
 }
 
 impl LensError {
-    pub(crate) fn exporter(exporter: impl Into<String>, message: impl std::fmt::Display) -> Self {
+    pub(crate) fn exporter(
+        exporter: impl Into<String>,
+        message: impl Into<String>,
+        source: impl Into<BoxError>,
+    ) -> Self {
         Self::Exporter {
             exporter: exporter.into(),
-            message: message.to_string(),
+            message: message.into(),
+            source: source.into(),
         }
+    }
+}
+
+/// A rank identity that cannot be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RankError {
+    /// `world_size = 0`.
+    #[error("world_size must be at least 1")]
+    EmptyWorld,
+    /// `rank >= world_size`.
+    #[error("rank {rank} is outside world_size {world_size}")]
+    OutsideWorld {
+        /// The rank.
+        rank: u32,
+        /// The world size.
+        world_size: u32,
+    },
+    /// `single_rank` names a rank the job does not have.
+    #[error("export_rank {export_rank} is outside world_size {world_size}")]
+    ExportRankOutsideWorld {
+        /// The configured rank.
+        export_rank: i64,
+        /// The world size.
+        world_size: u32,
+    },
+}
+
+/// What is wrong with a `.wasm` file: one variant per check [`crate::wasm::load()`] makes, each
+/// displayed as one sentence about the file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Nothing at the path.
+    #[error("file not found")]
+    NotFound,
+    /// The file exists but cannot be read.
+    #[error("cannot read the file: {0}")]
+    Unreadable(#[source] std::io::Error),
+    /// The path is a directory.
+    #[error("is a directory, not a .wasm component file")]
+    IsDirectory,
+    /// The file's SHA-256 is not the pinned one.
+    #[error("sha256 is {actual}, but the config pins {pinned}: refusing to load it")]
+    PinMismatch {
+        /// The file's SHA-256, hex.
+        actual: String,
+        /// The config's pin, lowercase hex.
+        pinned: String,
+    },
+    /// No `\0asm` magic number.
+    #[error("not a WebAssembly file (no `\\0asm` header)")]
+    NotWasm,
+    /// A core module rather than a component.
+    #[error(
+        "is a core WebAssembly module, not a component: build it for wasm32-wasip2, or wrap \
+         it with `wasm-tools component new`"
+    )]
+    CoreModule,
+    /// A version/layer field this host does not know.
+    #[error("unsupported WebAssembly version/layer {0:02x?}")]
+    UnsupportedLayer([u8; 4]),
+    /// wasmtime rejected the component (validation or compilation).
+    #[error("invalid component: {}", chain(source.as_ref()))]
+    Invalid {
+        /// wasmtime's error.
+        #[source]
+        source: BoxError,
+    },
+    /// It imports interfaces outside WASI 0.2 and `wasi:http`.
+    #[error(
+        "imports the host does not provide: {} (the host offers WASI 0.2 and wasi:http only)",
+        quoted(imports)
+    )]
+    UnknownImports {
+        /// The imports no host package provides.
+        imports: Vec<String>,
+    },
+    /// Linking failed for another reason (an import of the right package, the wrong shape).
+    #[error("imports the host cannot provide: {}", chain(source.as_ref()))]
+    Link {
+        /// wasmtime's error.
+        #[source]
+        source: BoxError,
+    },
+    /// It exports no `lens:exporter` interface.
+    #[error(
+        "does not export `{expected}` (it exports {}); is it built for the `lens:exporter/exporter` world?",
+        listed(exports)
+    )]
+    MissingExport {
+        /// The interface the host looks for.
+        expected: &'static str,
+        /// What it exports.
+        exports: Vec<String>,
+    },
+    /// It exports another version of the interface.
+    #[error(
+        "targets {}, but this host supports `{expected}`{}",
+        listed(exports),
+        if *older { "; rebuild it against this host's `wit/exporter.wit` (the 0.1.0 records are unchanged)" } else { "" }
+    )]
+    WrongVersion {
+        /// The interface the host looks for.
+        expected: &'static str,
+        /// What it exports.
+        exports: Vec<String>,
+        /// Whether it is older than the host's (a rebuild suffices).
+        older: bool,
+    },
+    /// The interface has the right name but not the host's types.
+    #[error("its `{expected}` does not match the WIT this host was built with: {}", chain(source.as_ref()))]
+    ExportMismatch {
+        /// The interface the host looks for.
+        expected: &'static str,
+        /// wasmtime's type check.
+        #[source]
+        source: BoxError,
+    },
+}
+
+fn quoted(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn listed(items: &[String]) -> String {
+    if items.is_empty() {
+        "nothing".to_string()
+    } else {
+        quoted(items)
+    }
+}
+
+/// Why a `.wasm` exporter could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum WasmSetupError {
+    /// The file does not load.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A grant in the config cannot be given.
+    #[error(transparent)]
+    Grant(#[from] GrantError),
+    /// The wasm engine could not start.
+    #[error("cannot create the wasm engine: {}", chain(source.as_ref()))]
+    Engine {
+        /// wasmtime's error.
+        #[source]
+        source: BoxError,
+    },
+    /// The guest's `init` returned an error.
+    #[error("init failed: init: {0}")]
+    InitRefused(String),
+    /// The first instance faulted before it was ready.
+    #[error("{kind}: {detail}")]
+    Start {
+        /// What stopped it.
+        kind: FaultKind,
+        /// wasmtime's or the host's account of it.
+        detail: String,
+    },
+}
+
+/// A capability in the config that the host cannot grant.
+#[derive(Debug, thiserror::Error)]
+pub enum GrantError {
+    /// `env.NAME = { from_host = "VAR" }` with `VAR` unset.
+    #[error("`env.{name}` takes host variable `{from_host}`, which is not set")]
+    MissingHostVariable {
+        /// The guest's variable.
+        name: String,
+        /// The host variable.
+        from_host: String,
+    },
+    /// A pre-opened directory that is not a directory.
+    #[error("pre-opened directory {} does not exist", path.display())]
+    MissingDirectory {
+        /// The host path.
+        path: PathBuf,
+    },
+}
+
+/// Why a sandboxed instance was discarded: counted per kind in
+/// [`ExporterSnapshot::traps`](crate::ExporterSnapshot::traps) and reported as the `kind`
+/// attribute of `lens.exporter.traps`. Displayed (and serialized) as its label, e.g.
+/// `memory limit`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FaultKind {
+    /// The call ran past its deadline (in wasm, or blocked in a host call).
+    Deadline,
+    /// The call used up its fuel.
+    Fuel,
+    /// The instance asked for more memory than its limit.
+    MemoryLimit,
+    /// `unreachable` was executed: how Rust and C guests panic or abort.
+    Unreachable,
+    /// The guest's stack overflowed.
+    StackOverflow,
+    /// A load or store outside linear memory.
+    MemoryOutOfBounds,
+    /// Another trap, by wasmtime's description of it.
+    Trap(String),
+    /// `init` returned an error when an instance was rebuilt.
+    InitFailed,
+    /// The host failed around the call (a worker thread could not start or was lost).
+    HostError,
+}
+
+impl FaultKind {
+    /// The label: `deadline`, `fuel`, `memory limit`, `unreachable`, `stack overflow`,
+    /// `memory out of bounds`, `init failed`, `host error`, or the trap's description.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Deadline => "deadline",
+            Self::Fuel => "fuel",
+            Self::MemoryLimit => "memory limit",
+            Self::Unreachable => "unreachable",
+            Self::StackOverflow => "stack overflow",
+            Self::MemoryOutOfBounds => "memory out of bounds",
+            Self::Trap(description) => description,
+            Self::InitFailed => "init failed",
+            Self::HostError => "host error",
+        }
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for FaultKind {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "deadline" => Self::Deadline,
+            "fuel" => Self::Fuel,
+            "memory limit" => Self::MemoryLimit,
+            "unreachable" => Self::Unreachable,
+            "stack overflow" => Self::StackOverflow,
+            "memory out of bounds" => Self::MemoryOutOfBounds,
+            "init failed" => Self::InitFailed,
+            "host error" => Self::HostError,
+            other => Self::Trap(other.to_string()),
+        })
+    }
+}
+
+impl serde::Serialize for FaultKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FaultKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let label = String::deserialize(d)?;
+        Ok(label.parse().unwrap_or_else(|never| match never {}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_kinds_round_trip_through_their_labels() {
+        for kind in [
+            FaultKind::Deadline,
+            FaultKind::Fuel,
+            FaultKind::MemoryLimit,
+            FaultKind::Unreachable,
+            FaultKind::StackOverflow,
+            FaultKind::MemoryOutOfBounds,
+            FaultKind::Trap("integer divide by zero".into()),
+            FaultKind::InitFailed,
+            FaultKind::HostError,
+        ] {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{kind}\""));
+            assert_eq!(serde_json::from_str::<FaultKind>(&json).unwrap(), kind);
+        }
+    }
+
+    #[test]
+    fn a_chain_names_every_cause_once() {
+        let io = std::io::Error::other("disk on fire");
+        let e = LensError::exporter("otlp", "cannot start the gRPC runtime", io);
+        assert_eq!(
+            e.to_string(),
+            "exporter `otlp`: cannot start the gRPC runtime: disk on fire"
+        );
+        assert!(e.source().is_some());
     }
 }

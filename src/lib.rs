@@ -1,43 +1,79 @@
 //! # Lens
 //!
 //! OpenTelemetry for multi-rank ML training jobs, with custom span exporters running as
-//! sandboxed WebAssembly components. The Rust counterpart of NeMo Lens: one configuration file
-//! serves Python and Rust ranks alike, and the export decisions agree bit for bit.
+//! sandboxed WebAssembly components. The Rust counterpart of NeMo Lens: the export decisions
+//! agree bit for bit.
 //!
 //! ```text
 //!  rank process
-//!  ┌─────────────────────────────────────────────────────────────────────────────┐
-//!  │ setup_telemetry(config, rank, world_size, …)                                  │
-//!  │   export strategy ── no ──► no-op providers (nothing recorded)                 │
-//!  │        │ yes                                                                   │
-//!  │        ▼                                                                       │
-//!  │  Tracer ─► RankAwareSampler ─► FanOutSpanProcessor ─┬► BatchSpanProcessor ─► OTLP      │
-//!  │  (spans)   (one keep/drop       (closes open spans  ├► BatchSpanProcessor ─► console   │
-//!  │             per rank)            at shutdown)       ├► BatchSpanProcessor ─► wasm ──┐  │
-//!  │                                                     └► processors added later       │  │
-//!  │  Meter ─► PeriodicReader ─► OTLP / console (or an injected reader)                 │  │
-//!  └────────────────────────────────────────────────────────────────────────────────┼──┘
-//!                       wasmtime sandbox: memory cap, deadlines, granted capabilities ◄┘
+//!  ┌───────────────────────────────────────────────────────────────────────────────────┐
+//!  │ setup_telemetry(config, rank, world_size, …)                                        │
+//!  │   export strategy ── no ──► no-op providers (nothing recorded)                       │
+//!  │        │ yes                                                                         │
+//!  │        ▼                                                                             │
+//!  │  Tracer ─► RankAwareSampler ─► FanOutSpanProcessor ─┬► BatchSpanProcessor ─► OTLP     │
+//!  │  (spans)   (one keep/drop       (closes open spans  ├► BatchSpanProcessor ─► console  │
+//!  │             per rank)            at shutdown)       ├► BatchSpanProcessor ─► wasm ──┐ │
+//!  │                                                     └► processors added later       │ │
+//!  │  Meter ─► PeriodicReader ─► OTLP / console (or an injected reader)                  │ │
+//!  └─────────────────────────────────────────────────────────────────────────────────────┼─┘
+//!                   wasmtime sandbox: memory cap, deadlines, granted capabilities ◄───────┘
 //! ```
 //!
 //! Every span that reaches a batch processor is either exported or counted as dropped, per
 //! exporter ([`DeliveryStats`]). A batch processor exports one batch at a time, or up to
 //! `batch.max_concurrent_exports` at once; a wasm exporter then runs one sandboxed instance per
 //! concurrent export.
+//!
+//! ## Map of the modules, along the pipeline
+//!
+//! | module | what it holds | uses |
+//! |---|---|---|
+//! | [`config`] | the TOML shape, defaults, validation, environment overrides | `error` |
+//! | [`rank`], [`strategy`], [`resource`] | who this rank is, whether it exports, what its signals carry | `config` |
+//! | [`trace`] | rank-aware sampler, fan-out (open spans), Lens's batch processor, delivery statistics, health metrics | `config`, `strategy` |
+//! | `encoding` | how a batch reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
+//! | [`exporter`] | the native exporters: OTLP, console, none | `config`, `encoding` |
+//! | [`wasm`] | the sandbox host: engine, load, cache, grants, instances, lanes with backoff | `config`, `trace`, `encoding`, `bindings` |
+//! | `pipeline` | assembly: config entries become batch processors and readers | `exporter`, `wasm`, `trace` |
+//! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install) and [`TelemetryHandle`] | `pipeline` and below |
+//! | [`check`] | what `lens check` runs: validation, timings, conformance suite (feature `testing`) | `wasm`, `testing` |
+//! | [`testing`] | the oracle exporter and the span fixtures (feature `testing`) | `exporter` |
+//! | `error` | every error type, and [`FaultKind`] (a leaf) | — |
+//! | `bindings` | the host side generated from `wit/exporter.wit` (a leaf) | — |
+//!
+//! No module imports from a module above it in this table: the native exporters and the wasm
+//! host know nothing of each other, and only `pipeline` sees both.
+//!
+//! ## Features
+//!
+//! - `tracing` (default): [`TelemetryHandle::tracing_layer`] for `#[instrument]` spans.
+//! - `hand-lowering` (default): typed batches are lowered into guest memory by hand, a list at a
+//!   time; it uses wasmtime's unstable internals (hence the exact wasmtime version). Without it
+//!   wasmtime's derived lowering does the same, slower.
+//! - `testing`: [`testing`] and [`check`].
+//! - `cli` (default): the `lens` binary (`demo`, `check`, `config`); implies `testing`.
 
+pub(crate) mod bindings;
+#[cfg(any(test, feature = "testing"))]
+pub mod check;
 pub mod config;
+pub(crate) mod encoding;
 mod error;
 pub mod exporter;
 mod metrics;
+pub(crate) mod pipeline;
 pub mod rank;
 pub mod resource;
 pub mod strategy;
 mod telemetry;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod trace;
 pub mod wasm;
 
 pub use config::LensConfig;
-pub use error::LensError;
+pub use error::{BoxError, FaultKind, GrantError, LensError, LoadError, RankError, WasmSetupError};
 pub use metrics::InMemoryMetricReader;
 pub use rank::RankInfo;
 pub use strategy::{ExportStrategy, register_export_strategy, unregister_export_strategy};

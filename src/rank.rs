@@ -1,7 +1,7 @@
 //! Who this process is in the job: rank, world size, local rank, from the launcher's environment.
 
 use crate::config::env::EnvSource;
-use crate::error::LensError;
+use crate::error::{LensError, RankError};
 
 /// The identity of one rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,15 +62,15 @@ impl RankInfo {
     }
 
     /// Errors when the rank is outside the world.
-    pub fn check(&self) -> Result<(), LensError> {
+    pub fn check(&self) -> Result<(), RankError> {
         if self.world_size == 0 {
-            return Err(LensError::Rank("world_size must be at least 1".into()));
+            return Err(RankError::EmptyWorld);
         }
         if self.rank >= self.world_size {
-            return Err(LensError::Rank(format!(
-                "rank {} is outside world_size {}",
-                self.rank, self.world_size
-            )));
+            return Err(RankError::OutsideWorld {
+                rank: self.rank,
+                world_size: self.world_size,
+            });
         }
         Ok(())
     }

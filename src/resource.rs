@@ -51,31 +51,12 @@ pub fn parse_resource_attributes(value: &str) -> Result<Vec<KeyValue>, String> {
                 .ok_or_else(|| format!("`{pair}` is not key=value"))?;
             Ok(KeyValue::new(
                 k.trim().to_string(),
-                percent_decode(v.trim()),
+                percent_encoding::percent_decode_str(v.trim())
+                    .decode_utf8_lossy()
+                    .into_owned(),
             ))
         })
         .collect()
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(b);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Everything the resource is built from.

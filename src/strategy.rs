@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 use md5::{Digest, Md5};
 
 use crate::config::LensConfig;
-use crate::error::LensError;
+use crate::error::{LensError, RankError};
 use crate::rank::RankInfo;
 
 /// Decides whether a rank exports. Implement it to add a strategy, then
@@ -80,10 +80,11 @@ pub fn single_export_rank(config: &LensConfig, world_size: u32) -> Result<u32, L
         config.export_rank
     };
     if r < 0 || r >= i64::from(world_size) {
-        return Err(LensError::Rank(format!(
-            "export_rank {} is outside world_size {world_size}",
-            config.export_rank
-        )));
+        return Err(RankError::ExportRankOutsideWorld {
+            export_rank: config.export_rank,
+            world_size,
+        }
+        .into());
     }
     Ok(r as u32)
 }

@@ -1,6 +1,7 @@
 //! `lens check`: every example guest passes; broken guests fail with clear messages.
 
-mod common;
+use lens_test_support::collector::Collector;
+use lens_test_support::dist;
 
 use std::process::Command;
 
@@ -162,12 +163,12 @@ fn passes_with_a_file(wasm: &str) -> String {
 
 #[test]
 fn the_c_example_passes() {
-    passes_with_a_file(common::dist("c-jsonl.wasm").to_str().unwrap());
+    passes_with_a_file(dist("c-jsonl.wasm").to_str().unwrap());
 }
 
 #[test]
 fn the_python_example_passes() {
-    let stdout = passes_with_a_file(common::dist("python-jsonl.wasm").to_str().unwrap());
+    let stdout = passes_with_a_file(dist("python-jsonl.wasm").to_str().unwrap());
     assert!(stdout.contains("  encoding      otlp-json\n"), "{stdout}");
     assert!(
         stdout.contains("    files        wasi:filesystem/"),
@@ -178,7 +179,7 @@ fn the_python_example_passes() {
 #[test]
 fn the_javascript_example_passes() {
     let (code, stdout, stderr) = check(&[
-        common::dist("js-jsonl.wasm").to_str().unwrap(),
+        dist("js-jsonl.wasm").to_str().unwrap(),
         "--call-timeout-ms",
         "30000",
     ]);
@@ -192,7 +193,7 @@ fn the_javascript_example_passes() {
 
 #[test]
 fn the_rust_vendor_example_passes_against_a_real_collector() {
-    let collector = common::Collector::start_quiet();
+    let collector = Collector::start_quiet();
     let authority = format!("127.0.0.1:{}", collector.http_port);
     let endpoint = format!("endpoint=http://{authority}/v1/traces");
     let (code, stdout, stderr) = check(&[

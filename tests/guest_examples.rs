@@ -1,15 +1,13 @@
 //! The example exporters in guest-examples/, end to end.
 
-mod common;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::Collector;
 use lens::config::{EnvGrant, ExporterSpec, SignalConfig, WasmExporterSpec};
 use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::trace::{Span, Tracer};
 use lens::{LensConfig, Telemetry};
+use lens_test_support::collector::Collector;
 
 const VENDOR: &str = env!("LENS_EXAMPLE_VENDOR_HTTP_WASM");
 

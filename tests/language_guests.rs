@@ -2,16 +2,17 @@
 //! writes, span for span. Built by `guest-examples/build.sh` (the Rust one is also built into
 //! the binary as the built-in exporter).
 
-mod common;
+use lens_test_support::dist;
+use lens_test_support::log::capture_log;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lens::config::{ExporterSpec, SignalConfig, WasmExporterSpec, WasmPreopen};
-use lens::exporter::jsonl_file::JsonLinesFileExporter;
 use lens::opentelemetry::trace::{Link, Span, SpanKind, Status, TraceContextExt, Tracer};
 use lens::opentelemetry::{Array, KeyValue, StringValue, Value};
+use lens::testing::JsonLinesFileExporter;
 use lens::{LensConfig, Telemetry};
 use serde_json::Value as Json;
 
@@ -24,7 +25,7 @@ enum Output {
 
 /// Runs the same spans through the guest and the native exporter; returns both, sorted.
 fn run(name: &str, wasm: PathBuf, output: Output, spans: usize) -> (Vec<Json>, Vec<Json>) {
-    let capture = common::capture_log();
+    let capture = capture_log();
     let dir = tempfile::tempdir().unwrap();
     let settings = match output {
         Output::File => [("path".to_string(), "/out/guest-{dl.rank}.jsonl".to_string())].into(),
@@ -162,20 +163,20 @@ fn builtin_rust_guest_matches_native() {
 
 #[test]
 fn rust_guest_matches_native() {
-    same_as_native("rust", common::dist("rust-jsonl.wasm"), Output::File);
+    same_as_native("rust", dist("rust-jsonl.wasm"), Output::File);
 }
 
 #[test]
 fn c_guest_matches_native() {
-    same_as_native("c", common::dist("c-jsonl.wasm"), Output::File);
+    same_as_native("c", dist("c-jsonl.wasm"), Output::File);
 }
 
 #[test]
 fn python_guest_matches_native() {
-    same_as_native("python", common::dist("python-jsonl.wasm"), Output::File);
+    same_as_native("python", dist("python-jsonl.wasm"), Output::File);
 }
 
 #[test]
 fn javascript_guest_matches_native() {
-    same_as_native("js", common::dist("js-jsonl.wasm"), Output::Stdout);
+    same_as_native("js", dist("js-jsonl.wasm"), Output::Stdout);
 }

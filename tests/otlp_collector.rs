@@ -1,14 +1,12 @@
 //! OTLP end to end against a real collector (rotel) on 127.0.0.1, over gRPC and HTTP.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::Collector;
 use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol};
 use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::trace::{Span, Tracer};
 use lens::{LensConfig, Telemetry};
+use lens_test_support::collector::{Collector, free_port};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -88,7 +86,7 @@ fn spans_arrive_at_a_real_collector_over_http_protobuf() {
 
 #[test]
 fn an_unreachable_collector_counts_failed_batches_without_blocking_training() {
-    let port = common::free_port(); // nothing listens here
+    let port = free_port(); // nothing listens here
     let mut cfg = otlp_config(
         OtlpProtocol::HttpProtobuf,
         format!("http://127.0.0.1:{port}/v1/traces"),

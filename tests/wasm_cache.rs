@@ -1,18 +1,17 @@
 //! The on-disk compilation cache: a second load maps the compiled component from disk, a
 //! changed file is never served a stale artefact, pins are still checked, and a damaged
-//! artefact is replaced. (Its own test binary: the process cache reads its directory from the
-//! environment once.)
+//! artefact is replaced.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use lens::config::WasmExporterSpec;
-use lens::opentelemetry_sdk::Resource;
-use lens::wasm::WasmSpanExporter;
-use lens::wasm::cache::ArtifactCache;
-use lens::wasm::engine::{cache_stats, engine};
-use lens::wasm::load_with;
+use lens::config::{ExporterSpec, SignalConfig, WasmCacheConfig, WasmExporterSpec};
+use lens::wasm::cache::{ArtifactCache, shared};
+use lens::wasm::engine::engine;
+use lens::wasm::load;
+use lens::{LensConfig, Telemetry};
+use lens_test_support::pipeline::{T, no_env};
 
 fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
@@ -39,46 +38,72 @@ fn recorder_in_fresh_cache() -> (tempfile::TempDir, ArtifactCache, PathBuf) {
 fn a_second_setup_is_served_from_the_process_cache() {
     let dir = tempfile::tempdir().unwrap();
     let cache_dir = dir.path().join("cache");
-    // SAFETY: set before the process cache is first used; no other test here reads it.
-    unsafe { std::env::set_var("LENS_WASM_CACHE_DIR", &cache_dir) };
-    let spec = WasmExporterSpec {
-        path: PathBuf::from(lens_test_guests::HOSTILE),
-        settings: [("mode".to_string(), "panic-on-boom".to_string())].into(),
+    let config = LensConfig {
+        run_id: "cache".into(),
+        metrics_enabled: false,
+        traces: SignalConfig {
+            exporters: vec![ExporterSpec::Wasm(WasmExporterSpec {
+                path: PathBuf::from(lens_test_guests::HOSTILE),
+                settings: [("mode".to_string(), "panic-on-boom".to_string())].into(),
+                ..Default::default()
+            })],
+        },
+        wasm_cache: WasmCacheConfig {
+            dir: Some(cache_dir.clone()),
+            ..Default::default()
+        },
         ..Default::default()
     };
-    let resource = Resource::builder_empty().build();
-    let cold = Instant::now();
-    WasmSpanExporter::from_config("cold", &spec, &resource).unwrap();
-    let cold = cold.elapsed();
-    let first = cache_stats().expect("the cache is on");
+    let setup = || {
+        let started = Instant::now();
+        let handle = Telemetry::builder(config.clone())
+            .env(no_env())
+            .install_global(false)
+            .install()
+            .unwrap();
+        let took = started.elapsed();
+        handle.shutdown(T).unwrap();
+        took
+    };
+    let cold = setup();
+    let cache = shared(&config.wasm_cache, &no_env()).expect("the cache is on");
+    let first = cache.stats();
     assert_eq!(first.directory, cache_dir);
     assert_eq!((first.hits, first.misses), (0, 1), "{first:?}");
     assert_eq!(files(&cache_dir, "cwasm").len(), 1, "one artefact stored");
     let mode = std::fs::metadata(&cache_dir).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o700, "the cache holds native code: private");
 
-    let warm = Instant::now();
-    WasmSpanExporter::from_config("warm", &spec, &resource).unwrap();
-    let warm = warm.elapsed();
-    let second = cache_stats().unwrap();
+    let warm = setup();
+    let second = cache.stats();
     assert_eq!((second.hits, second.misses), (1, 1), "{second:?}");
     eprintln!("hostile guest: cold setup {cold:?}, cached setup {warm:?}");
+    // Another setup naming the same directory shares the cache; a disabled one has none.
+    assert!(std::ptr::eq(
+        shared(&config.wasm_cache, &no_env()).unwrap(),
+        cache
+    ));
+    let off = WasmCacheConfig {
+        enabled: false,
+        ..config.wasm_cache.clone()
+    };
+    assert!(shared(&off, &no_env()).is_none());
 }
 
 #[test]
 fn a_file_rewritten_in_place_is_never_served_the_old_artefact() {
     let (_dir, cache, wasm) = recorder_in_fresh_cache();
     let engine = engine(false).unwrap();
-    let recorder = load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    let recorder = load(&wasm, None, engine, Some(&cache)).unwrap();
     assert_eq!(
-        load_with(&wasm, None, engine, Some(&cache)).unwrap().sha256,
+        load(&wasm, None, engine, Some(&cache)).unwrap().sha256,
         recorder.sha256
     );
     assert_eq!((cache.stats().hits, cache.stats().misses), (1, 1));
 
     // Same path, different content: the file's identity changed, so it is read and hashed.
     std::fs::copy(lens_test_guests::HOSTILE, &wasm).unwrap();
-    let hostile = load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    let hostile = load(&wasm, None, engine, Some(&cache)).unwrap();
     assert_ne!(hostile.sha256, recorder.sha256);
     let expected = {
         use sha2::Digest;
@@ -89,7 +114,7 @@ fn a_file_rewritten_in_place_is_never_served_the_old_artefact() {
 
     // Back to the first content: its artefact is still there.
     std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
-    let again = load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    let again = load(&wasm, None, engine, Some(&cache)).unwrap();
     assert_eq!(again.sha256, recorder.sha256);
     assert_eq!((cache.stats().hits, cache.stats().misses), (2, 2));
 }
@@ -98,33 +123,37 @@ fn a_file_rewritten_in_place_is_never_served_the_old_artefact() {
 fn a_sha256_pin_is_checked_on_a_cache_hit_too() {
     let (_dir, cache, wasm) = recorder_in_fresh_cache();
     let engine = engine(false).unwrap();
-    let sha = load_with(&wasm, None, engine, Some(&cache)).unwrap().sha256;
+    let sha = load(&wasm, None, engine, Some(&cache)).unwrap().sha256;
     let pin = "0".repeat(64);
-    let err = load_with(&wasm, Some(&pin), engine, Some(&cache))
+    let err = load(&wasm, Some(&pin), engine, Some(&cache))
         .err()
         .expect("a wrong pin refuses the file");
+    assert!(
+        matches!(&err, lens::LoadError::PinMismatch { actual, pinned } if *actual == sha && *pinned == pin),
+        "{err}"
+    );
     assert_eq!(
-        err,
+        err.to_string(),
         format!("sha256 is {sha}, but the config pins {pin}: refusing to load it")
     );
-    assert!(load_with(&wasm, Some(&sha.to_uppercase()), engine, Some(&cache)).is_ok());
+    assert!(load(&wasm, Some(&sha.to_uppercase()), engine, Some(&cache)).is_ok());
 }
 
 #[test]
 fn a_damaged_artefact_is_discarded_and_compiled_again() {
     let (_dir, cache, wasm) = recorder_in_fresh_cache();
     let engine = engine(false).unwrap();
-    load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    load(&wasm, None, engine, Some(&cache)).unwrap();
     let artefact = files(&cache.stats().directory, "cwasm").pop().unwrap();
     std::fs::write(&artefact, b"not a compiled component").unwrap();
-    let loaded = load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    let loaded = load(&wasm, None, engine, Some(&cache)).unwrap();
     assert!(loaded.imports.iter().any(|i| i.starts_with("wasi:")));
     assert_eq!((cache.stats().hits, cache.stats().misses), (0, 2));
     assert!(
         std::fs::metadata(&artefact).unwrap().len() > 1000,
         "rewritten"
     );
-    load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    load(&wasm, None, engine, Some(&cache)).unwrap();
     assert_eq!(cache.stats().hits, 1);
 }
 
@@ -142,7 +171,7 @@ fn the_cache_is_pruned_to_its_size_limit_oldest_first() {
     {
         let wasm = dir.path().join(format!("e{i}.wasm"));
         std::fs::copy(fixture, &wasm).unwrap();
-        last = load_with(&wasm, None, engine, Some(&cache)).unwrap().sha256;
+        last = load(&wasm, None, engine, Some(&cache)).unwrap().sha256;
         assert_eq!(files(&cache_dir, "cwasm").len(), 1);
     }
     let kept = files(&cache_dir, "cwasm").pop().unwrap();
@@ -156,7 +185,7 @@ fn threads_storing_the_same_artefact_at_once_all_get_a_working_component() {
     let engine = engine(false).unwrap();
     std::thread::scope(|s| {
         let loads: Vec<_> = (0..4)
-            .map(|_| s.spawn(|| load_with(&wasm, None, engine, Some(&cache)).map(|l| l.sha256)))
+            .map(|_| s.spawn(|| load(&wasm, None, engine, Some(&cache)).map(|l| l.sha256)))
             .collect();
         let shas: Vec<String> = loads
             .into_iter()
@@ -175,6 +204,6 @@ fn threads_storing_the_same_artefact_at_once_all_get_a_working_component() {
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
     // What is on disk is a whole artefact: the next load maps it.
     let hits = cache.stats().hits;
-    load_with(&wasm, None, engine, Some(&cache)).unwrap();
+    load(&wasm, None, engine, Some(&cache)).unwrap();
     assert_eq!(cache.stats().hits, hits + 1);
 }

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use lens::check::check;
 use lens::config::{EnvGrant, WasmExporterSpec, WasmPreopen};
-use lens::wasm::conformance::check;
 
 use super::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
 

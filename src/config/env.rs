@@ -171,7 +171,35 @@ impl LensConfig {
             b.max_concurrent_exports = v;
         }
         self.apply_otlp_env(&r)?;
+        self.apply_wasm_cache_env(&r)?;
         self.validate(&super::ConfigSource::Code)
+    }
+
+    fn apply_wasm_cache_env(&mut self, r: &Reader<'_>) -> Result<(), LensError> {
+        let cache = &mut self.wasm_cache;
+        if let Some((name, value)) = r.raw("LENS_WASM_CACHE") {
+            cache.enabled = parse_bool(&value).ok_or(LensError::Env {
+                variable: name,
+                value,
+                expected: "one of 1/true/yes/on or 0/false/no/off".to_string(),
+            })?;
+        }
+        if let Some((_, dir)) = r.raw("LENS_WASM_CACHE_DIR") {
+            cache.dir = Some(dir.into());
+        }
+        let mib = "a whole number of MiB, at least 1";
+        match Reader::parse::<u64>(r.raw("LENS_WASM_CACHE_MAX_MB"), mib)? {
+            Some(0) => {
+                return Err(LensError::Env {
+                    variable: "LENS_WASM_CACHE_MAX_MB".into(),
+                    value: "0".into(),
+                    expected: mib.into(),
+                });
+            }
+            Some(v) => cache.max_mb = v,
+            None => {}
+        }
+        Ok(())
     }
 
     fn apply_otlp_env(&mut self, r: &Reader<'_>) -> Result<(), LensError> {

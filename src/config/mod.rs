@@ -80,6 +80,8 @@ pub struct LensConfig {
     pub traces: SignalConfig,
     /// Metric signal: its list of exporters (each on its own periodic reader).
     pub metrics: SignalConfig,
+    /// The on-disk compilation cache of `.wasm` exporters.
+    pub wasm_cache: WasmCacheConfig,
 }
 
 impl Default for LensConfig {
@@ -103,7 +105,58 @@ impl Default for LensConfig {
             batch: BatchConfig::default(),
             traces: SignalConfig::default(),
             metrics: SignalConfig::default(),
+            wasm_cache: WasmCacheConfig::default(),
         }
+    }
+}
+
+/// The compilation cache of `.wasm` exporters: compiled code on disk, mapped on the next start
+/// (one cache per directory and process). `LENS_WASM_CACHE`, `LENS_WASM_CACHE_DIR` and
+/// `LENS_WASM_CACHE_MAX_MB` override these.
+///
+/// ```toml
+/// [wasm_cache]
+/// enabled = true
+/// dir = "/scratch/lens-wasm-cache"
+/// max_mb = 2048
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WasmCacheConfig {
+    /// Use the cache. `false`: compile every `.wasm` at every start. Example: `enabled = false`.
+    pub enabled: bool,
+    /// Its directory (created private to the user). Unset: `$XDG_CACHE_HOME/lens/wasm`, else
+    /// `~/.cache/lens/wasm`. Example: `dir = "/scratch/lens-wasm-cache"`.
+    pub dir: Option<PathBuf>,
+    /// Size limit in MiB; the least recently used artefacts are removed beyond it.
+    /// Example: `max_mb = 4096`.
+    pub max_mb: u64,
+}
+
+impl Default for WasmCacheConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            dir: None,
+            max_mb: 2048,
+        }
+    }
+}
+
+impl WasmCacheConfig {
+    /// The directory: `dir`, else `$XDG_CACHE_HOME/lens/wasm`, else `$HOME/.cache/lens/wasm`
+    /// from `env`; `None` without any of them.
+    pub fn directory(&self, env: &dyn env::EnvSource) -> Option<PathBuf> {
+        self.dir
+            .clone()
+            .or_else(|| {
+                env.get("XDG_CACHE_HOME")
+                    .map(|d| PathBuf::from(d).join("lens/wasm"))
+            })
+            .or_else(|| {
+                env.get("HOME")
+                    .map(|h| PathBuf::from(h).join(".cache/lens/wasm"))
+            })
     }
 }
 
@@ -213,6 +266,7 @@ impl LensConfig {
         let config: LensConfig = toml::from_str(text).map_err(|e| LensError::Config {
             source_name: origin.to_string(),
             message: e.to_string().trim_end().to_string(),
+            source: Some(Box::new(e)),
         })?;
         config.validate(origin)?;
         Ok(config)
@@ -224,6 +278,7 @@ impl LensConfig {
         let text = std::fs::read_to_string(path).map_err(|e| LensError::Config {
             source_name: path.display().to_string(),
             message: format!("cannot read the file: {e}"),
+            source: Some(Box::new(e)),
         })?;
         let mut config = Self::from_toml_str(&text, &ConfigSource::File(path.to_path_buf()))?;
         config.resolve_relative_paths(path.parent().unwrap_or(Path::new(".")));
@@ -252,6 +307,7 @@ impl LensConfig {
         let bad = |key: &str, message: String| LensError::Config {
             source_name: origin.to_string(),
             message: format!("`{key}`: {message}"),
+            source: None,
         };
         if !(0.0..=1.0).contains(&self.export_sample_rate) || self.export_sample_rate.is_nan() {
             return Err(bad(
@@ -272,6 +328,9 @@ impl LensConfig {
             ExporterSpec::from_shorthand(&self.exporter).map_err(|m| bad("exporter", m))?;
         }
         check_batch(&self.batch).map_err(|m| bad("batch", m))?;
+        if self.wasm_cache.max_mb == 0 {
+            return Err(bad("wasm_cache.max_mb", "must be at least 1".to_string()));
+        }
         for (i, spec) in self.traces.exporters.iter().enumerate() {
             spec.validate(&self.batch)
                 .map_err(|m| bad(&format!("traces.exporters[{i}]"), m))?;
@@ -312,6 +371,11 @@ impl LensConfig {
             if let ExporterSpec::Wasm(w) = spec {
                 w.resolve_relative_paths(base);
             }
+        }
+        if let Some(dir) = &mut self.wasm_cache.dir
+            && dir.is_relative()
+        {
+            *dir = base.join(&*dir);
         }
     }
 

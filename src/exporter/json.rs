@@ -1,20 +1,13 @@
 //! Compact JSON renderings of spans and metrics (the console exporter's line format, shared with
 //! the JSON-lines guest so native and wasm outputs compare one to one).
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use opentelemetry::trace::{SpanKind, Status};
 use opentelemetry::{Array, KeyValue, Value};
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::{Map, Value as Json, json};
 
-/// Nanoseconds since the Unix epoch (0 before it).
-pub fn unix_nanos(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
+use crate::encoding::unix_nanos;
 
 /// An attribute value as JSON (arrays stay arrays, numbers stay numbers).
 pub fn value_json(v: &Value) -> Json {

@@ -28,7 +28,7 @@ pub(crate) fn grpc_runtime() -> Result<Arc<tokio::runtime::Runtime>, LensError> 
         .enable_all()
         .build()
         .map(Arc::new)
-        .map_err(|e| LensError::exporter("otlp", format!("cannot start the gRPC runtime: {e}")))
+        .map_err(|e| LensError::exporter("otlp", "cannot start the gRPC runtime", e))
 }
 
 /// Effective settings of one OTLP exporter: its own, then the `[otlp]` defaults, then `OTEL_*`.
@@ -83,10 +83,11 @@ fn metadata(headers: &HashMap<String, String>) -> Result<tonic_metadata::Metadat
 macro_rules! build_otlp {
     ($exporter:path, $name:expr, $settings:expr, $runtime:expr) => {{
         let s: &OtlpSettings = $settings;
-        let err = |e: &dyn std::fmt::Display| {
+        let err = |e: crate::error::BoxError| {
             LensError::exporter(
                 $name,
-                format!("{} ({}): {e}", s.endpoint, protocol_name(s.protocol)),
+                format!("{} ({})", s.endpoint, protocol_name(s.protocol)),
+                e,
             )
         };
         match s.protocol {
@@ -97,9 +98,9 @@ macro_rules! build_otlp {
                     .with_tonic()
                     .with_endpoint(&s.endpoint)
                     .with_timeout(s.timeout)
-                    .with_metadata(metadata(&s.headers).map_err(|e| err(&e))?)
+                    .with_metadata(metadata(&s.headers).map_err(|e| err(e.into()))?)
                     .build()
-                    .map_err(|e| err(&e))?;
+                    .map_err(|e| err(e.into()))?;
                 (inner, Some(rt.clone()))
             }
             OtlpProtocol::HttpProtobuf => {
@@ -110,7 +111,7 @@ macro_rules! build_otlp {
                     .with_timeout(s.timeout)
                     .with_headers(s.headers.clone())
                     .build()
-                    .map_err(|e| err(&e))?;
+                    .map_err(|e| err(e.into()))?;
                 (inner, None)
             }
         }

@@ -111,7 +111,7 @@ pub(crate) fn register(meter: &Meter, core: Arc<FanOutCore>) -> Instruments {
         "{trap}",
         |e, obs| {
             for (kind, n) in &e.traps {
-                obs(*n, vec![KeyValue::new("kind", kind.clone())]);
+                obs(*n, vec![KeyValue::new("kind", kind.to_string())]);
             }
         },
     )));

@@ -5,6 +5,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use crate::error::FaultKind;
+
 /// Why spans were dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DropReason {
@@ -31,7 +33,7 @@ pub struct ExporterStats {
     restarts: AtomicU64,
     guest_errors: AtomicU64,
     peak_memory_bytes: AtomicU64,
-    traps: Mutex<BTreeMap<String, u64>>,
+    traps: Mutex<BTreeMap<FaultKind, u64>>,
 }
 
 impl ExporterStats {
@@ -64,13 +66,13 @@ impl ExporterStats {
         self.guest_errors.fetch_add(1, Relaxed);
     }
 
-    /// A guest trapped (or overran its deadline) with `kind`.
-    pub(crate) fn record_trap(&self, kind: &str) {
+    /// A guest instance was discarded: it trapped or overran its deadline.
+    pub(crate) fn record_trap(&self, kind: FaultKind) {
         *self
             .traps
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .entry(kind.to_string())
+            .entry(kind)
             .or_default() += 1;
     }
 
@@ -156,8 +158,9 @@ pub struct ExporterSnapshot {
     pub restarts: u64,
     /// Sandboxed exporters: calls where the guest returned an error.
     pub guest_errors: u64,
-    /// Sandboxed exporters: traps by kind (`deadline`, `memory limit`, `unreachable`, …).
-    pub traps: BTreeMap<String, u64>,
+    /// Sandboxed exporters: discarded instances by fault kind (`deadline`, `memory limit`,
+    /// `unreachable`, …).
+    pub traps: BTreeMap<FaultKind, u64>,
     /// Sandboxed exporters: peak linear memory of an instance, bytes.
     pub peak_memory_bytes: u64,
 }

@@ -6,8 +6,8 @@
 //! cache stores what `Engine::precompile_component` produces, uncompressed, and loads it with
 //! `Component::deserialize_file`, which maps the file: 2–5 ms for the same guests.
 //!
-//! Layout of the directory (`LENS_WASM_CACHE_DIR`, else `$XDG_CACHE_HOME/lens/wasm`, else
-//! `~/.cache/lens/wasm`; `LENS_WASM_CACHE=off` disables it):
+//! Layout of the directory (`[wasm_cache] dir`, `LENS_WASM_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME/lens/wasm`, else `~/.cache/lens/wasm`; `LENS_WASM_CACHE=off` disables it):
 //! - `<sha256 of the .wasm>-<engine hash>.cwasm`: the compiled component. The engine hash
 //!   covers wasmtime's version and every compilation setting, so a fuel engine and a plain one
 //!   (or two Lens versions) never share an artefact.
@@ -18,23 +18,23 @@
 //!   a `sha256` pin in the config is still checked against the file's content.
 //!
 //! Artefacts are native code: the directory is created private to the user (0700), as it
-//! holds what this process will execute. It is pruned to `LENS_WASM_CACHE_MAX_MB` (default
-//! 2048) after each new artefact, least recently used first.
+//! holds what this process will execute. It is pruned to `max_mb` (`LENS_WASM_CACHE_MAX_MB`,
+//! default 2048) after each new artefact, least recently used first.
 
 use std::fs::{self, File};
 use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-/// Default size limit of the cache directory.
-pub const DEFAULT_MAX_MB: u64 = 2048;
+use crate::config::WasmCacheConfig;
+use crate::config::env::EnvSource;
 
 /// The on-disk cache of compiled components.
 #[derive(Debug)]
@@ -56,33 +56,30 @@ pub struct CacheStats {
     pub directory: PathBuf,
 }
 
-/// The process's cache, `None` when disabled or without a home directory.
-pub fn process_cache() -> Option<&'static ArtifactCache> {
-    static CACHE: OnceLock<Option<ArtifactCache>> = OnceLock::new();
-    CACHE
-        .get_or_init(|| {
-            if std::env::var("LENS_WASM_CACHE").is_ok_and(|v| v == "off" || v == "0") {
-                return None;
-            }
-            let dir = std::env::var_os("LENS_WASM_CACHE_DIR")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("lens/wasm"))
-                })
-                .or_else(|| {
-                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/lens/wasm"))
-                });
-            let Some(dir) = dir else {
-                log::warn!("no HOME: the wasm compilation cache is off, compiling every start");
-                return None;
-            };
-            let max_mb = std::env::var("LENS_WASM_CACHE_MAX_MB")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(DEFAULT_MAX_MB);
-            Some(ArtifactCache::new(dir, max_mb.saturating_mul(1 << 20)))
-        })
-        .as_ref()
+/// The cache `config` describes, shared by every exporter of the process that uses the same
+/// directory; `None` when disabled or when no directory can be found (no `HOME`).
+pub fn shared(config: &WasmCacheConfig, env: &dyn EnvSource) -> Option<&'static ArtifactCache> {
+    static CACHES: Mutex<Vec<&'static ArtifactCache>> = Mutex::new(Vec::new());
+    if !config.enabled {
+        return None;
+    }
+    let Some(dir) = config.directory(env) else {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            log::warn!("no HOME: the wasm compilation cache is off, compiling every start")
+        });
+        return None;
+    };
+    let max_bytes = config.max_mb.saturating_mul(1 << 20);
+    let mut caches = CACHES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(c) = caches.iter().find(|c| c.dir == dir) {
+        return Some(*c);
+    }
+    // One per directory for the life of the process (a handful at most): leaked on purpose so
+    // that loads can hold it without reference counting.
+    let cache: &'static ArtifactCache = Box::leak(Box::new(ArtifactCache::new(dir, max_bytes)));
+    caches.push(cache);
+    Some(cache)
 }
 
 /// Identity of a file as last written: what the index is keyed by.

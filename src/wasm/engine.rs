@@ -6,15 +6,10 @@ use std::time::Duration;
 
 use wasmtime::{Config, Engine};
 
+use crate::error::WasmSetupError;
+
 /// Epoch period: call deadlines are rounded up to this.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-
-pub use super::cache::CacheStats;
-
-/// Statistics of the compilation cache, `None` when it is disabled.
-pub fn cache_stats() -> Option<CacheStats> {
-    super::cache::process_cache().map(|c| c.stats())
-}
 
 fn config(fuel: bool) -> Config {
     let mut config = Config::new();
@@ -25,8 +20,7 @@ fn config(fuel: bool) -> Config {
 }
 
 fn build(fuel: bool) -> Result<Engine, String> {
-    let engine =
-        Engine::new(&config(fuel)).map_err(|e| format!("cannot create the wasm engine: {e:#}"))?;
+    let engine = Engine::new(&config(fuel)).map_err(|e| format!("{e:#}"))?;
     let ticker = engine.weak();
     std::thread::Builder::new()
         .name("lens-wasm-epoch".into())
@@ -42,13 +36,16 @@ fn build(fuel: bool) -> Result<Engine, String> {
 }
 
 /// The process's engine for exporters without (`fuel = false`) or with a fuel budget.
-pub fn engine(fuel: bool) -> Result<&'static Engine, String> {
+pub fn engine(fuel: bool) -> Result<&'static Engine, WasmSetupError> {
     static PLAIN: OnceLock<Result<Engine, String>> = OnceLock::new();
     static FUEL: OnceLock<Result<Engine, String>> = OnceLock::new();
     let cell = if fuel { &FUEL } else { &PLAIN };
+    // A failure is kept as its message: every later exporter reports the same one.
     cell.get_or_init(|| build(fuel))
         .as_ref()
-        .map_err(Clone::clone)
+        .map_err(|message| WasmSetupError::Engine {
+            source: message.clone().into(),
+        })
 }
 
 /// Epoch ticks covering `timeout` (at least one).

@@ -1,5 +1,5 @@
 //! Loading a `.wasm` exporter: every check happens here, before any span flows, and each
-//! failure says what is wrong with the file.
+//! failure is a [`LoadError`] saying what is wrong with the file.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -8,9 +8,10 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
-use super::bindings::ExporterPre;
-use super::cache::{self, ArtifactCache};
+use super::cache::ArtifactCache;
 use super::sandbox::HostState;
+use crate::bindings::ExporterPre;
+use crate::error::LoadError;
 
 /// The version of `wit/exporter.wit` this host implements.
 macro_rules! wit_version {
@@ -38,7 +39,7 @@ const PROVIDED: [&str; 7] = [
 /// A validated, compiled and linked component, ready to instantiate.
 pub struct LoadedComponent {
     /// Pre-linked instance factory: every restart instantiates from it.
-    pub pre: ExporterPre<HostState>,
+    pub(crate) pre: ExporterPre<HostState>,
     /// The file.
     pub path: PathBuf,
     /// SHA-256 of the file, hex.
@@ -51,30 +52,19 @@ pub struct LoadedComponent {
     pub load_time: Duration,
 }
 
-/// What is wrong with a file, one sentence.
-pub type LoadError = String;
-
-/// Reads, checks and compiles `path` for `engine`, through the process's compilation cache.
-pub fn load(
-    path: &Path,
-    sha256_pin: Option<&str>,
-    engine: &Engine,
-) -> Result<LoadedComponent, LoadError> {
-    load_with(path, sha256_pin, engine, cache::process_cache())
-}
-
 fn check_pin(sha256: &str, pin: Option<&str>) -> Result<(), LoadError> {
     match pin {
-        Some(pin) if !pin.eq_ignore_ascii_case(sha256) => Err(format!(
-            "sha256 is {sha256}, but the config pins {}: refusing to load it",
-            pin.to_ascii_lowercase()
-        )),
+        Some(pin) if !pin.eq_ignore_ascii_case(sha256) => Err(LoadError::PinMismatch {
+            actual: sha256.to_string(),
+            pinned: pin.to_ascii_lowercase(),
+        }),
         _ => Ok(()),
     }
 }
 
-/// [`load`] with an explicit cache (`None`: always compile, e.g. to measure a cold start).
-pub fn load_with(
+/// Reads, checks and compiles `path` for `engine`, through `cache` (`None`: always compile,
+/// e.g. to measure a cold start), then links it against the host's interfaces.
+pub fn load(
     path: &Path,
     sha256_pin: Option<&str>,
     engine: &Engine,
@@ -82,72 +72,19 @@ pub fn load_with(
 ) -> Result<LoadedComponent, LoadError> {
     let started = Instant::now();
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "file not found".to_string(),
-        _ => format!("cannot read the file: {e}"),
+        std::io::ErrorKind::NotFound => LoadError::NotFound,
+        _ => LoadError::Unreadable(e),
     })?;
     if meta.is_dir() {
-        return Err("is a directory, not a .wasm component file".into());
+        return Err(LoadError::IsDirectory);
     }
-    let invalid = |e: wasmtime::Error| format!("invalid component: {e:#}");
-    // Fast path: an unmodified file whose compiled form is on disk is neither read nor hashed.
-    let known = cache.and_then(|c| c.known_sha256(path, &meta));
-    if let Some(sha) = &known {
-        check_pin(sha, sha256_pin)?;
-    }
-    let mapped = cache
-        .zip(known)
-        .and_then(|(c, sha)| Some((c.get(&sha, engine)?, sha)));
-    let (component, sha256) = match mapped {
-        Some(found) => found,
-        None => {
-            let bytes = std::fs::read(path).map_err(|e| format!("cannot read the file: {e}"))?;
-            let sha256 = hex::encode(Sha256::digest(&bytes));
-            check_pin(&sha256, sha256_pin)?;
-            check_header(&bytes)?;
-            let component = match cache {
-                Some(c) => match c.get(&sha256, engine) {
-                    Some(component) => {
-                        // Same content under a new path or timestamp: remember it.
-                        let _ = c.remember(path, &meta, &sha256);
-                        component
-                    }
-                    None => c
-                        .compile(engine, &bytes, &sha256, path, &meta)
-                        .map_err(invalid)?,
-                },
-                None => Component::new(engine, &bytes).map_err(invalid)?,
-            };
-            (component, sha256)
-        }
-    };
+    let (component, sha256) = compile(path, &meta, sha256_pin, engine, cache)?;
     let imports: Vec<String> = component
         .component_type()
         .imports(engine)
         .map(|(name, _)| name.to_string())
         .collect();
-    let exports: Vec<String> = component
-        .component_type()
-        .exports(engine)
-        .map(|(name, _)| name.to_string())
-        .collect();
-    let mut linker: Linker<HostState> = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
-        .map_err(|e| format!("host linker: {e:#}"))?;
-    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)
-        .map_err(|e| format!("host linker: {e:#}"))?;
-    let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
-        let unknown: Vec<&String> =
-            imports.iter().filter(|i| !PROVIDED.iter().any(|p| i.starts_with(p))).collect();
-        if unknown.is_empty() {
-            format!("imports the host cannot provide: {e:#}")
-        } else {
-            format!(
-                "imports the host does not provide: {} (the host offers WASI 0.2 and wasi:http only)",
-                unknown.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
-            )
-        }
-    })?;
-    let pre = ExporterPre::new(instance_pre).map_err(|e| missing_export(&exports, &e))?;
+    let pre = link(&component, engine, &imports)?;
     Ok(LoadedComponent {
         pre,
         path: path.to_path_buf(),
@@ -158,51 +95,112 @@ pub fn load_with(
     })
 }
 
+/// The compiled component of the file and its SHA-256: mapped from the cache when the file is
+/// known and unmodified (neither read nor hashed), else read, checked and compiled.
+fn compile(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    sha256_pin: Option<&str>,
+    engine: &Engine,
+    cache: Option<&ArtifactCache>,
+) -> Result<(Component, String), LoadError> {
+    let known = cache.and_then(|c| c.known_sha256(path, meta));
+    if let Some(sha) = &known {
+        check_pin(sha, sha256_pin)?;
+    }
+    if let Some(found) = cache
+        .zip(known)
+        .and_then(|(c, sha)| Some((c.get(&sha, engine)?, sha)))
+    {
+        return Ok(found);
+    }
+    let bytes = std::fs::read(path).map_err(LoadError::Unreadable)?;
+    let sha256 = hex::encode(Sha256::digest(&bytes));
+    check_pin(&sha256, sha256_pin)?;
+    check_header(&bytes)?;
+    let invalid = |e: wasmtime::Error| LoadError::Invalid { source: e.into() };
+    let component = match cache {
+        Some(c) => match c.get(&sha256, engine) {
+            Some(component) => {
+                // Same content under a new path or timestamp: remember it.
+                let _ = c.remember(path, meta, &sha256);
+                component
+            }
+            None => c
+                .compile(engine, &bytes, &sha256, path, meta)
+                .map_err(invalid)?,
+        },
+        None => Component::new(engine, &bytes).map_err(invalid)?,
+    };
+    Ok((component, sha256))
+}
+
+/// Links `component` against WASI 0.2 and `wasi:http`, and finds the exporter interface.
+fn link(
+    component: &Component,
+    engine: &Engine,
+    imports: &[String],
+) -> Result<ExporterPre<HostState>, LoadError> {
+    let host_error = |e: wasmtime::Error| LoadError::Link { source: e.into() };
+    let mut linker: Linker<HostState> = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(host_error)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker).map_err(host_error)?;
+    let instance_pre = linker.instantiate_pre(component).map_err(|e| {
+        let unknown: Vec<String> = imports
+            .iter()
+            .filter(|i| !PROVIDED.iter().any(|p| i.starts_with(p)))
+            .cloned()
+            .collect();
+        if unknown.is_empty() {
+            host_error(e)
+        } else {
+            LoadError::UnknownImports { imports: unknown }
+        }
+    })?;
+    ExporterPre::new(instance_pre).map_err(|e| {
+        let exports: Vec<String> = component
+            .component_type()
+            .exports(engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        missing_export(exports, e)
+    })
+}
+
 fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
-        return Err("not a WebAssembly file (no `\\0asm` header)".into());
+        return Err(LoadError::NotWasm);
     }
-    match &bytes[4..8] {
-        [1, 0, 0, 0] => Err(
-            "is a core WebAssembly module, not a component: build it for \
-             wasm32-wasip2, or wrap it with `wasm-tools component new`"
-                .into(),
-        ),
+    let layer: [u8; 4] = [bytes[4], bytes[5], bytes[6], bytes[7]];
+    match layer {
+        [1, 0, 0, 0] => Err(LoadError::CoreModule),
         [0x0d, 0, 1, 0] => Ok(()),
-        other => Err(format!(
-            "unsupported WebAssembly version/layer {other:02x?}"
-        )),
+        other => Err(LoadError::UnsupportedLayer(other)),
     }
 }
 
-fn missing_export(exports: &[String], err: &wasmtime::Error) -> LoadError {
+fn missing_export(exports: Vec<String>, err: wasmtime::Error) -> LoadError {
     let ours: Vec<&String> = exports
         .iter()
         .filter(|e| e.starts_with("lens:exporter/"))
         .collect();
-    let listed = if exports.is_empty() {
-        "nothing".to_string()
-    } else {
-        exports
-            .iter()
-            .map(|s| format!("`{s}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     if ours.is_empty() {
-        format!(
-            "does not export `{EXPORT_NAME}` (it exports {listed}); is it built for the `lens:exporter/exporter` world?"
-        )
+        LoadError::MissingExport {
+            expected: EXPORT_NAME,
+            exports,
+        }
     } else if !ours.iter().any(|e| e.as_str() == EXPORT_NAME) {
         let older = ours.iter().any(|e| version(e) < version(EXPORT_NAME));
-        let hint = if older {
-            "; rebuild it against this host's `wit/exporter.wit` (the 0.1.0 records are unchanged)"
-        } else {
-            ""
-        };
-        format!("targets {listed}, but this host supports `{EXPORT_NAME}`{hint}")
+        LoadError::WrongVersion {
+            expected: EXPORT_NAME,
+            exports,
+            older,
+        }
     } else {
-        format!("its `{EXPORT_NAME}` does not match the WIT this host was built with: {err:#}")
+        LoadError::ExportMismatch {
+            expected: EXPORT_NAME,
+            source: err.into(),
+        }
     }
 }
 

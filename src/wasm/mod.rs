@@ -1,135 +1,173 @@
-//! Sandboxed WebAssembly component exporters (`kind = "wasm"`).
+//! The host of sandboxed WebAssembly component exporters (`kind = "wasm"`).
 //!
-//! The component contract is the WIT package in `wit/exporter.wit` (`lens:exporter@0.2.0`).
+//! The component contract is the WIT package in `wit/exporter.wit` (`lens:exporter@0.2.0`);
+//! how batches are encoded for a guest is the crate's `encoding` module's business.
 //!
-//! - [`bindings`]: the host side generated from the WIT;
-//! - [`builtin`]: the JSON-lines exporter embedded in the binary;
-//! - [`encode`]: the two batch encodings (typed records, OTLP protobuf bytes); typed batches
-//!   are lowered borrowing from the spans (`lower`), OTLP bytes written by [`otlp_bytes`];
 //! - [`engine`]: one engine per process and its epoch deadlines;
+//! - [`mod@load`]: validation of a `.wasm` file, with one [`LoadError`] per problem;
 //! - [`cache`]: compiled components on disk, mapped into memory on the next start;
-//! - [`mod@load`]: validation of a `.wasm` file, with one clear error per problem;
 //! - [`sandbox`]: what a guest may touch (deny by default) and its memory cap;
-//! - [`exporter`]: the `SpanExporter` running a guest on its own thread, with restarts and backoff.
+//! - [`builtin`]: the JSON-lines exporter embedded in the binary;
+//! - `instance`: one guest instance on its worker thread (start, serve calls);
+//! - [`exporter`]: [`WasmSpanExporter`], lanes of instances with fault backoff.
+//!
+//! The host takes what it needs from the installation building it as a [`HostInputs`]; it
+//! never sees the rest of the configuration.
 
-pub mod bindings;
 pub mod builtin;
 pub mod cache;
-pub mod conformance;
-pub mod encode;
 pub mod engine;
 pub mod exporter;
+pub(crate) mod instance;
 pub mod load;
-mod lower;
-pub mod otlp_bytes;
-pub mod otlp_json;
 pub mod sandbox;
+#[cfg(all(test, feature = "hand-lowering"))]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use exporter::{INSTANCE_PLACEHOLDER, WasmSpanExporter};
-pub use load::{EXPORT_NAME, LoadedComponent, WORLD_NAME, load, load_with};
+use opentelemetry_sdk::Resource;
 
-use crate::config::{BatchConfig, WasmExporterSpec};
+pub use exporter::{HEALTHY_PERIOD, MAX_BACKOFF, WasmSpanExporter};
+pub use instance::{INSTANCE_PLACEHOLDER, MAX_GUEST_ERROR};
+pub use load::{EXPORT_NAME, LoadedComponent, WORLD_NAME, load};
+
+use crate::config::env::{EnvSource, ProcessEnv};
+use crate::config::{BatchConfig, WasmCacheConfig, WasmExporterSpec};
 use crate::error::LensError;
-use crate::exporter::BuildContext;
+pub use crate::error::{GrantError, LoadError, WasmSetupError};
 use crate::trace::ExporterStats;
+use instance::{InstanceFactory, StartError};
 use sandbox::Grants;
 
 /// Default linear memory cap: large enough for componentize-py/JS guests (~13 MiB at start).
 pub const DEFAULT_MEMORY_LIMIT_MIB: u64 = 256;
 
-impl WasmSpanExporter {
-    /// Loads, links and initialises the exporter of a config entry; every error names the
-    /// exporter and the file.
-    pub(crate) fn from_spec(
-        name: &str,
-        spec: &WasmExporterSpec,
-        batch: &BatchConfig,
-        ctx: &BuildContext<'_>,
-        stats: Arc<ExporterStats>,
-    ) -> Result<Self, LensError> {
-        let err = |message: String| LensError::WasmLoad {
-            exporter: name.to_string(),
-            path: spec.path.clone(),
-            message,
-        };
-        let grants = grants(name, spec, ctx)?;
-        let engine = engine::engine(spec.fuel_per_call.is_some()).map_err(err)?;
-        let loaded = load(&spec.path, spec.sha256.as_deref(), engine).map_err(err)?;
-        log::debug!(
-            "wasm exporter `{name}`: {} ({} bytes, sha256 {}) loaded in {:?}; imports: {}",
-            loaded.path.display(),
-            loaded.size,
-            loaded.sha256,
-            loaded.load_time,
-            loaded.imports.join(", ")
-        );
-        let rt = exporter::Runtime {
-            name: name.into(),
-            engine: engine.clone(),
-            pre: loaded.pre,
-            grants,
-            settings: spec
-                .settings
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            call_timeout: Duration::from_millis(
-                spec.call_timeout_ms.unwrap_or(batch.export_timeout_ms),
-            ),
-            fuel: spec.fuel_per_call,
-            stats,
-            encoding: std::sync::Mutex::new(None),
-        };
-        let exporter =
-            WasmSpanExporter::new(rt, ctx.resource.clone(), batch.max_concurrent_exports);
-        exporter.start().map_err(err)?;
-        Ok(exporter)
-    }
+/// What the host needs from the installation that builds an exporter.
+pub struct HostInputs<'a> {
+    /// Where `env = { X = { from_host = "Y" } }` grants read `Y`.
+    pub env: &'a dyn EnvSource,
+    /// This process's rank, for the log prefix of the guest's output.
+    pub rank: u32,
+    /// The resource of the spans, handed to the guest's `init`.
+    pub resource: &'a Resource,
+    /// The compilation cache to load through.
+    pub cache: &'a WasmCacheConfig,
 }
 
 impl WasmSpanExporter {
-    /// Loads a `.wasm` exporter outside a telemetry installation (tests, `lens check`):
-    /// process environment for `from_host` grants, rank 0, default batch settings.
+    /// Loads, links and starts the exporter of a config entry: as many instances as
+    /// `batch.max_concurrent_exports`, each initialised before this returns.
+    pub fn build(
+        name: &str,
+        spec: &WasmExporterSpec,
+        batch: &BatchConfig,
+        inputs: &HostInputs<'_>,
+        stats: Arc<ExporterStats>,
+    ) -> Result<Self, WasmSetupError> {
+        let factory = factory(name, spec, batch, inputs, stats)?;
+        let exporter = WasmSpanExporter::new(
+            factory,
+            inputs.resource.clone(),
+            batch.max_concurrent_exports,
+        );
+        exporter.start().map_err(|e| match e {
+            StartError::Refused(msg) => WasmSetupError::InitRefused(msg),
+            StartError::Fault(f) => WasmSetupError::Start {
+                kind: f.kind,
+                detail: f.detail,
+            },
+        })?;
+        Ok(exporter)
+    }
+
+    /// Loads a `.wasm` exporter outside a telemetry installation (tests, benchmarks, tools):
+    /// the process environment for `from_host` grants and the cache, rank 0, default batch
+    /// settings. Errors name the exporter and the file.
     pub fn from_config(
         name: &str,
         spec: &WasmExporterSpec,
-        resource: &opentelemetry_sdk::Resource,
+        resource: &Resource,
     ) -> Result<(Self, Arc<ExporterStats>), LensError> {
-        let config = crate::LensConfig::default();
-        let env = crate::config::env::ProcessEnv;
-        let rank = crate::RankInfo {
+        let config = crate::LensConfig::from_env()?;
+        let inputs = HostInputs {
+            env: &ProcessEnv,
             rank: 0,
-            world_size: 1,
-            local_rank: 0,
+            resource,
+            cache: &config.wasm_cache,
         };
-        let ctx = BuildContext::new(&config, &env, rank, resource.clone());
         let stats = Arc::new(ExporterStats::new(name));
-        let exporter = Self::from_spec(name, spec, &config.batch, &ctx, stats.clone())?;
+        let exporter = Self::build(name, spec, &config.batch, &inputs, stats.clone())
+            .map_err(|source| setup_error(name, spec, source))?;
         Ok((exporter, stats))
     }
+}
+
+/// `source` as the [`LensError`] naming the exporter and its file.
+pub(crate) fn setup_error(
+    name: &str,
+    spec: &WasmExporterSpec,
+    source: WasmSetupError,
+) -> LensError {
+    LensError::WasmLoad {
+        exporter: name.to_string(),
+        path: spec.path.clone(),
+        source,
+    }
+}
+
+/// Loads the component of `spec` and resolves its grants: what every instance starts from.
+pub(crate) fn factory(
+    name: &str,
+    spec: &WasmExporterSpec,
+    batch: &BatchConfig,
+    inputs: &HostInputs<'_>,
+    stats: Arc<ExporterStats>,
+) -> Result<InstanceFactory, WasmSetupError> {
+    let grants = grants(name, spec, inputs)?;
+    let engine = engine::engine(spec.fuel_per_call.is_some())?;
+    let cache = cache::shared(inputs.cache, inputs.env);
+    let loaded = load(&spec.path, spec.sha256.as_deref(), engine, cache)?;
+    log::debug!(
+        "wasm exporter `{name}`: {} ({} bytes, sha256 {}) loaded in {:?}; imports: {}",
+        loaded.path.display(),
+        loaded.size,
+        loaded.sha256,
+        loaded.load_time,
+        loaded.imports.join(", ")
+    );
+    Ok(InstanceFactory {
+        name: name.into(),
+        engine: engine.clone(),
+        pre: loaded.pre,
+        grants,
+        settings: spec
+            .settings
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        call_timeout: Duration::from_millis(
+            spec.call_timeout_ms.unwrap_or(batch.export_timeout_ms),
+        ),
+        fuel: spec.fuel_per_call,
+        stats,
+        encoding: std::sync::Mutex::new(None),
+    })
 }
 
 fn grants(
     name: &str,
     spec: &WasmExporterSpec,
-    ctx: &BuildContext<'_>,
-) -> Result<Grants, LensError> {
-    let err = |message: String| LensError::WasmLoad {
-        exporter: name.to_string(),
-        path: spec.path.clone(),
-        message,
-    };
-    let env = sandbox::resolve_env(&spec.env, ctx.env).map_err(err)?;
+    inputs: &HostInputs<'_>,
+) -> Result<Grants, GrantError> {
+    let env = sandbox::resolve_env(&spec.env, inputs.env)?;
     let mut preopens = Vec::new();
     for p in &spec.preopens {
         if !p.host.is_dir() {
-            return Err(err(format!(
-                "pre-opened directory {} does not exist",
-                p.host.display()
-            )));
+            return Err(GrantError::MissingDirectory {
+                path: p.host.clone(),
+            });
         }
         preopens.push((p.host.clone(), p.guest.clone(), p.read_only));
     }
@@ -140,6 +178,6 @@ fn grants(
         allowed_hosts: spec.allowed_hosts.clone(),
         forward_stdio: spec.forward_stdio.unwrap_or(true),
         memory_limit: (memory_mib as usize).saturating_mul(1 << 20),
-        log_prefix: format!("wasm exporter `{name}` rank {}", ctx.rank.rank).into(),
+        log_prefix: format!("wasm exporter `{name}` rank {}", inputs.rank).into(),
     })
 }

@@ -18,6 +18,10 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
+use crate::config::EnvGrant;
+use crate::config::env::EnvSource;
+use crate::error::GrantError;
+
 /// Longest line of guest output forwarded to the log.
 pub const MAX_LOG_LINE: usize = 1000;
 /// Guest output forwarded per instance before the rest is dropped.
@@ -332,17 +336,18 @@ impl OutputStream for LogStream {
 
 /// Resolves the `env` grants: explicit values, or named host variables (which must exist).
 pub fn resolve_env(
-    env: &BTreeMap<String, crate::config::EnvGrant>,
-    host: &dyn crate::config::env::EnvSource,
-) -> Result<Vec<(String, String)>, String> {
+    env: &BTreeMap<String, EnvGrant>,
+    host: &dyn EnvSource,
+) -> Result<Vec<(String, String)>, GrantError> {
     env.iter()
         .map(|(name, grant)| match grant {
-            crate::config::EnvGrant::Value(v) => Ok((name.clone(), v.clone())),
-            crate::config::EnvGrant::FromHost { from_host } => host
+            EnvGrant::Value(v) => Ok((name.clone(), v.clone())),
+            EnvGrant::FromHost { from_host } => host
                 .get(from_host)
                 .map(|v| (name.clone(), v))
-                .ok_or_else(|| {
-                    format!("`env.{name}` takes host variable `{from_host}`, which is not set")
+                .ok_or_else(|| GrantError::MissingHostVariable {
+                    name: name.clone(),
+                    from_host: from_host.clone(),
                 }),
         })
         .collect()

@@ -1,60 +1,57 @@
-//! The `lens:exporter` batch encodings, checked against the spans the in-memory exporter saw.
+//! The batch encodings, checked against the spans the SDK produced: field by field for the
+//! typed records, byte for byte against `opentelemetry-proto` + `prost` for OTLP bytes, and read
+//! back by `opentelemetry-proto`'s serde model for OTLP/JSON.
 
-mod common;
-
-use std::collections::HashMap;
-use std::time::Duration;
-
-use lens::opentelemetry::trace::{
-    Link, Span, SpanKind, Status, TraceContextExt, Tracer, TracerProvider,
-};
-use lens::opentelemetry::{InstrumentationScope, KeyValue};
-use lens::opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
-use lens::wasm::bindings::types as wit;
-use lens::wasm::encode::{otlp_batch, otlp_json_batch, resource, typed_batch};
+use opentelemetry::trace::{Link, Span, TraceContextExt, Tracer, TracerProvider};
+use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use prost::Message;
 
-/// Spans covering every value type, events, links, status, unicode and two scopes.
-fn sample_spans() -> (Vec<SpanData>, lens::opentelemetry_sdk::Resource) {
+use super::otlp_bytes::{self, EncodedResource};
+use super::otlp_json::{self, JsonResource};
+use super::typed::owned::{resource, typed_batch};
+use crate::bindings::types as wit;
+use crate::testing::RICH_ROOT;
+
+fn otlp_batch(spans: &[SpanData], res: &Resource) -> Vec<u8> {
+    otlp_bytes::encode(spans, &EncodedResource::new(res))
+}
+
+fn otlp_json_batch(spans: &[SpanData], res: &Resource) -> String {
+    otlp_json::encode(spans, &JsonResource::new(res))
+}
+
+/// The integer resource attribute `key` of an OTLP `ResourceSpans`.
+fn otlp_resource_int(
+    rs: &opentelemetry_proto::tonic::trace::v1::ResourceSpans,
+    key: &str,
+) -> Option<i64> {
+    let attrs = &rs.resource.as_ref()?.attributes;
+    match attrs.iter().find(|kv| kv.key == key)?.value.as_ref()?.value {
+        Some(any_value::Value::IntValue(i)) => Some(i),
+        _ => None,
+    }
+}
+
+/// Spans covering every value type, events, links, status, unicode and two scopes, with a
+/// rank's resource.
+fn sample_spans() -> (Vec<SpanData>, Resource) {
     let exporter = InMemorySpanExporter::default();
-    let handle = lens::Telemetry::builder(lens::LensConfig {
-        exporter: "none".into(),
-        run_id: "enc".into(),
-        ..Default::default()
-    })
-    .rank(1)
-    .world_size(2)
-    .span_exporter(exporter.clone())
-    .env(HashMap::<String, String>::new())
-    .install_global(false)
-    .install()
-    .unwrap();
-    let tracer = handle.tracer("trainer");
-    let scoped = handle.tracer_provider().tracer_with_scope(
-        InstrumentationScope::builder("checkpointer")
-            .with_version("2.1")
-            .build(),
-    );
-    tracer.in_span("step ✓ 步骤", |cx| {
-        let parent = cx.span().span_context().clone();
-        let span = cx.span();
-        common::set_every_value_type(&span);
-        span.add_event("loss-spike", vec![KeyValue::new("loss", 9.5)]);
-        span.set_status(Status::error("nan loss"));
-        let mut ck = scoped
-            .span_builder("save")
-            .with_kind(SpanKind::Producer)
-            .with_links(vec![Link::with_context(parent.clone())])
-            .start(&scoped);
-        ck.set_status(Status::Ok);
-        ck.end();
-    });
-    handle.force_flush(Duration::from_secs(5)).unwrap();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    crate::testing::end_rich_trace(&provider);
     let spans = exporter.get_finished_spans().unwrap();
-    let res = handle.resource().clone();
-    handle.shutdown(Duration::from_secs(5)).unwrap();
+    let res = Resource::builder_empty()
+        .with_attributes([
+            KeyValue::new("service.name", "enc"),
+            KeyValue::new("dl.rank", 1),
+            KeyValue::new("service.instance.id", "enc-rank1"),
+        ])
+        .build();
     (spans, res)
 }
 
@@ -73,9 +70,9 @@ fn typed_encoding_groups_by_scope_and_keeps_every_field() {
     assert_eq!(save_group.scope.version.as_deref(), Some("2.1"));
     assert_eq!(step_group.scope.name, "trainer");
 
-    let step_sdk = spans.iter().find(|s| s.name.starts_with("step")).unwrap();
+    let step_sdk = spans.iter().find(|s| s.name == RICH_ROOT).unwrap();
     let step = &step_group.spans[0];
-    assert_eq!(step.name, "step ✓ 步骤");
+    assert_eq!(step.name, RICH_ROOT);
     assert_eq!(
         hex_trace_id(step.span_context.trace_id),
         step_sdk.span_context.trace_id().to_string()
@@ -143,7 +140,7 @@ fn otlp_encoding_decodes_to_the_same_spans_and_resource() {
     let request = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
     assert_eq!(request.resource_spans.len(), 1);
     let rs = &request.resource_spans[0];
-    assert_eq!(common::otlp_resource_int(rs, "dl.rank"), Some(1));
+    assert_eq!(otlp_resource_int(rs, "dl.rank"), Some(1));
     let mut names: Vec<(String, String)> = rs
         .scope_spans
         .iter()
@@ -159,7 +156,7 @@ fn otlp_encoding_decodes_to_the_same_spans_and_resource() {
         names,
         [
             ("checkpointer".to_string(), "save".to_string()),
-            ("trainer".to_string(), "step ✓ 步骤".to_string())
+            ("trainer".to_string(), RICH_ROOT.to_string())
         ]
     );
     for s in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
@@ -169,7 +166,7 @@ fn otlp_encoding_decodes_to_the_same_spans_and_resource() {
         .scope_spans
         .iter()
         .flat_map(|ss| &ss.spans)
-        .find(|s| s.name.starts_with("step"))
+        .find(|s| s.name == RICH_ROOT)
         .unwrap();
     let s_attr = step.attributes.iter().find(|kv| kv.key == "s").unwrap();
     assert_eq!(
@@ -179,7 +176,7 @@ fn otlp_encoding_decodes_to_the_same_spans_and_resource() {
 }
 
 /// The generic encoding: `opentelemetry-proto`'s conversion, then `prost`.
-fn prost_bytes(spans: Vec<SpanData>, res: &lens::opentelemetry_sdk::Resource) -> Vec<u8> {
+fn prost_bytes(spans: Vec<SpanData>, res: &Resource) -> Vec<u8> {
     use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
     use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
     let res = ResourceAttributesWithSchema::from(res);
@@ -211,9 +208,9 @@ fn otlp_bytes_equal_the_generic_prost_encoding_byte_for_byte() {
 /// Lengths of 1, 2 and 3 varint bytes at every nesting level: a 200 KB batch, a 300-byte name,
 /// 20 attributes, a link to a remote context, a schema URL, a traced scope version, and names
 /// and values that JSON must escape.
-fn large_batch() -> (Vec<SpanData>, lens::opentelemetry_sdk::Resource) {
+fn large_batch() -> (Vec<SpanData>, Resource) {
     let exporter = InMemorySpanExporter::default();
-    let provider = lens::opentelemetry_sdk::trace::SdkTracerProvider::builder()
+    let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
         .build();
     let tracer = provider.tracer_with_scope(
@@ -223,10 +220,10 @@ fn large_batch() -> (Vec<SpanData>, lens::opentelemetry_sdk::Resource) {
             .with_attributes([KeyValue::new("scope.attr", 7)])
             .build(),
     );
-    let remote = lens::opentelemetry::trace::SpanContext::new(
-        lens::opentelemetry::trace::TraceId::from(0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10),
-        lens::opentelemetry::trace::SpanId::from(0x1112_1314_1516_1718),
-        lens::opentelemetry::trace::TraceFlags::SAMPLED,
+    let remote = opentelemetry::trace::SpanContext::new(
+        opentelemetry::trace::TraceId::from(0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10),
+        opentelemetry::trace::SpanId::from(0x1112_1314_1516_1718),
+        opentelemetry::trace::TraceFlags::SAMPLED,
         true,
         "vendor=abc".parse().unwrap(),
     );
@@ -242,7 +239,7 @@ fn large_batch() -> (Vec<SpanData>, lens::opentelemetry_sdk::Resource) {
             .with_links(vec![Link::with_context(remote.clone())])
             .start_with_context(
                 &tracer,
-                &lens::opentelemetry::Context::new().with_remote_span_context(remote.clone()),
+                &opentelemetry::Context::new().with_remote_span_context(remote.clone()),
             );
         for a in 0..20 {
             span.set_attribute(KeyValue::new(format!("k{a}"), i * a));
@@ -255,7 +252,7 @@ fn large_batch() -> (Vec<SpanData>, lens::opentelemetry_sdk::Resource) {
         span.end();
     }
     let spans = exporter.get_finished_spans().unwrap();
-    let res = lens::opentelemetry_sdk::Resource::builder_empty()
+    let res = Resource::builder_empty()
         .with_schema_url(
             [KeyValue::new("service.name", "bulk")],
             "https://example.com/s",
@@ -273,10 +270,7 @@ fn otlp_bytes_of_large_messages_and_a_remote_parent_equal_the_generic_encoding()
 }
 
 /// The generic message `opentelemetry-proto` builds from the spans.
-fn generic_request(
-    spans: Vec<SpanData>,
-    res: &lens::opentelemetry_sdk::Resource,
-) -> ExportTraceServiceRequest {
+fn generic_request(spans: Vec<SpanData>, res: &Resource) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest::decode(prost_bytes(spans, res).as_slice()).unwrap()
 }
 
@@ -309,7 +303,7 @@ fn otlp_json_follows_the_specification_s_json_mapping() {
         .unwrap()
         .iter()
         .flat_map(|ss| ss["spans"].as_array().unwrap())
-        .find(|s| s["name"] == "step ✓ 步骤")
+        .find(|s| s["name"] == RICH_ROOT)
         .unwrap();
     let trace_id = step["traceId"].as_str().unwrap();
     assert_eq!(trace_id.len(), 32);
@@ -342,29 +336,10 @@ fn otlp_json_follows_the_specification_s_json_mapping() {
 }
 
 #[test]
-fn a_config_naming_a_missing_wasm_exporter_fails_setup_with_its_name_and_path() {
-    let cfg = lens::LensConfig {
-        exporter: "exporters/vendor.wasm".into(),
-        metrics_enabled: false,
-        run_id: "x".into(),
-        ..Default::default()
-    };
-    let err = lens::Telemetry::builder(cfg)
-        .env(HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "wasm exporter `vendor` (exporters/vendor.wasm): file not found"
-    );
-}
-
-#[test]
 fn otlp_json_writes_non_finite_doubles_and_empty_arrays_as_the_mapping_says() {
-    use lens::opentelemetry::{Array, Value};
+    use opentelemetry::{Array, Value};
     let exporter = InMemorySpanExporter::default();
-    let provider = lens::opentelemetry_sdk::trace::SdkTracerProvider::builder()
+    let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
         .build();
     let tracer = provider.tracer("edge");
@@ -376,7 +351,7 @@ fn otlp_json_writes_non_finite_doubles_and_empty_arrays_as_the_mapping_says() {
     span.set_attribute(KeyValue::new("none", Value::Array(Array::I64(vec![]))));
     span.end();
     let spans = exporter.get_finished_spans().unwrap();
-    let res = lens::opentelemetry_sdk::Resource::builder_empty().build();
+    let res = Resource::builder_empty().build();
     let text = otlp_json_batch(&spans, &res);
     assert!(text.contains(r#""value":{"doubleValue":2.0}"#), "{text}");
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -1,5 +1,4 @@
-//! Shared test helpers: a real OTLP collector (rotel) on loopback, and small exporters.
-#![allow(dead_code)]
+//! A real OTLP collector for tests: rotel (PyPI's `rotel` ships the binary) on 127.0.0.1.
 
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
@@ -152,90 +151,5 @@ impl Drop for Collector {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// A logger keeping every record, for tests that read what guests print.
-pub struct CaptureLog(Mutex<Vec<String>>);
-
-impl log::Log for CaptureLog {
-    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
-        true
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        self.0.lock().unwrap().push(record.args().to_string());
-    }
-    fn flush(&self) {}
-}
-
-static CAPTURE: CaptureLog = CaptureLog(Mutex::new(Vec::new()));
-
-/// Installs the capturing logger (once per test binary) and returns it.
-pub fn capture_log() -> &'static CaptureLog {
-    if log::set_logger(&CAPTURE).is_ok() {
-        log::set_max_level(log::LevelFilter::Info);
-    }
-    &CAPTURE
-}
-
-impl CaptureLog {
-    /// The records containing `needle`.
-    pub fn matching(&self, needle: &str) -> Vec<String> {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l.contains(needle))
-            .cloned()
-            .collect()
-    }
-}
-
-/// Sets one attribute of every value type (with edge values) on `span`.
-pub fn set_every_value_type(span: &lens::opentelemetry::trace::SpanRef<'_>) {
-    use lens::opentelemetry::{Array, KeyValue, StringValue, Value};
-    span.set_attribute(KeyValue::new("s", "ünïcødé"));
-    span.set_attribute(KeyValue::new("b", true));
-    span.set_attribute(KeyValue::new("i", -42i64));
-    span.set_attribute(KeyValue::new("f", 0.25));
-    let strings = vec![StringValue::from("a"), StringValue::from("")];
-    span.set_attribute(KeyValue::new("sa", Value::Array(Array::String(strings))));
-    span.set_attribute(KeyValue::new(
-        "ba",
-        Value::Array(Array::Bool(vec![false, true])),
-    ));
-    span.set_attribute(KeyValue::new(
-        "ia",
-        Value::Array(Array::I64(vec![i64::MIN, 0, i64::MAX])),
-    ));
-    span.set_attribute(KeyValue::new(
-        "fa",
-        Value::Array(Array::F64(vec![-1.5, 1e300])),
-    ));
-}
-
-/// A component built by `guest-examples/build.sh`.
-pub fn dist(name: &str) -> std::path::PathBuf {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("guest-examples/dist")
-        .join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: run guest-examples/build.sh first",
-        path.display()
-    );
-    path
-}
-
-/// The integer resource attribute `key` of an OTLP `ResourceSpans`.
-pub fn otlp_resource_int(
-    rs: &opentelemetry_proto::tonic::trace::v1::ResourceSpans,
-    key: &str,
-) -> Option<i64> {
-    use opentelemetry_proto::tonic::common::v1::any_value::Value;
-    let attrs = &rs.resource.as_ref()?.attributes;
-    match attrs.iter().find(|kv| kv.key == key)?.value.as_ref()?.value {
-        Some(Value::IntValue(i)) => Some(i),
-        _ => None,
     }
 }

@@ -1,17 +1,17 @@
-//! The two batch encodings of `lens:exporter`: typed records grouped by scope, and OTLP
-//! protobuf bytes (`ExportTraceServiceRequest`, written by [`super::otlp_bytes`]), each built
-//! once per batch.
+//! The typed encoding as the bindings' owned records: the resource handed to `init`, and the
+//! fallback for a batch holding a value kind newer than this host (rendered as a string).
 
-use opentelemetry::trace::{SpanKind, Status};
+use opentelemetry::trace::Status;
 use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
 
-use super::bindings::types as wit;
-use crate::exporter::json::unix_nanos;
+use super::{span_kind, trace_id_pair};
+use crate::bindings::types as wit;
+use crate::encoding::{by_scope, unix_nanos};
 
 /// An attribute value as the WIT variant.
-pub fn value(v: &Value) -> wit::Value {
+pub(crate) fn value(v: &Value) -> wit::Value {
     match v {
         Value::Bool(b) => wit::Value::Bool(*b),
         Value::I64(i) => wit::Value::S64(*i),
@@ -29,7 +29,7 @@ pub fn value(v: &Value) -> wit::Value {
 }
 
 /// Attributes as WIT key-values.
-pub fn attributes<'a>(attrs: impl IntoIterator<Item = &'a KeyValue>) -> Vec<wit::KeyValue> {
+pub(crate) fn attributes<'a>(attrs: impl IntoIterator<Item = &'a KeyValue>) -> Vec<wit::KeyValue> {
     attrs
         .into_iter()
         .map(|kv| wit::KeyValue {
@@ -40,7 +40,7 @@ pub fn attributes<'a>(attrs: impl IntoIterator<Item = &'a KeyValue>) -> Vec<wit:
 }
 
 /// The resource, handed to the guest's `init`.
-pub fn resource(r: &Resource) -> wit::Resource {
+pub(crate) fn resource(r: &Resource) -> wit::Resource {
     wit::Resource {
         attributes: r
             .iter()
@@ -54,23 +54,12 @@ pub fn resource(r: &Resource) -> wit::Resource {
 }
 
 fn span_context(cx: &opentelemetry::trace::SpanContext) -> wit::SpanContext {
-    let id = u128::from_be_bytes(cx.trace_id().to_bytes());
     wit::SpanContext {
-        trace_id: ((id >> 64) as u64, id as u64),
+        trace_id: trace_id_pair(cx.trace_id()),
         span_id: u64::from_be_bytes(cx.span_id().to_bytes()),
         trace_flags: cx.trace_flags().to_u8(),
         is_remote: cx.is_remote(),
         trace_state: cx.trace_state().header(),
-    }
-}
-
-pub(crate) fn span_kind(kind: &SpanKind) -> wit::SpanKind {
-    match kind {
-        SpanKind::Client => wit::SpanKind::Client,
-        SpanKind::Server => wit::SpanKind::Server,
-        SpanKind::Producer => wit::SpanKind::Producer,
-        SpanKind::Consumer => wit::SpanKind::Consumer,
-        SpanKind::Internal => wit::SpanKind::Internal,
     }
 }
 
@@ -123,25 +112,8 @@ fn scope(s: &InstrumentationScope) -> wit::InstrumentationScope {
     }
 }
 
-/// The spans of a batch grouped by instrumentation scope, in order of first appearance, span
-/// order kept within each scope: the grouping every encoding uses. Scopes per batch are few
-/// (usually one), so a linear search beats hashing each span's scope.
-pub(crate) fn by_scope(batch: &[SpanData]) -> Vec<(&InstrumentationScope, Vec<&SpanData>)> {
-    let mut groups: Vec<(&InstrumentationScope, Vec<&SpanData>)> = Vec::new();
-    for s in batch {
-        match groups
-            .iter_mut()
-            .find(|(scope, _)| **scope == s.instrumentation_scope)
-        {
-            Some((_, spans)) => spans.push(s),
-            None => groups.push((&s.instrumentation_scope, vec![s])),
-        }
-    }
-    groups
-}
-
 /// Typed records grouped by instrumentation scope (`by_scope`).
-pub fn typed_batch(batch: &[SpanData]) -> Vec<wit::ScopeSpans> {
+pub(crate) fn typed_batch(batch: &[SpanData]) -> Vec<wit::ScopeSpans> {
     by_scope(batch)
         .into_iter()
         .map(|(s, spans)| wit::ScopeSpans {
@@ -149,15 +121,4 @@ pub fn typed_batch(batch: &[SpanData]) -> Vec<wit::ScopeSpans> {
             spans: spans.into_iter().map(span).collect(),
         })
         .collect()
-}
-
-/// The batch as an OTLP `ExportTraceServiceRequest` in protobuf bytes. (An exporter instance
-/// encodes its resource once, with [`super::otlp_bytes::EncodedResource`].)
-pub fn otlp_batch(batch: &[SpanData], resource: &Resource) -> Vec<u8> {
-    super::otlp_bytes::encode(batch, &super::otlp_bytes::EncodedResource::new(resource))
-}
-
-/// The batch as the guest sees it in the `otlp-json` encoding (resource rendered each call).
-pub fn otlp_json_batch(batch: &[SpanData], resource: &Resource) -> String {
-    super::otlp_json::encode(batch, &super::otlp_json::JsonResource::new(resource))
 }

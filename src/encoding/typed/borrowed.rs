@@ -8,18 +8,19 @@
 //! only copy is the canonical ABI's own copy into guest memory.
 //!
 //! The two records every span repeats, `span-data` and `key-value`, are lowered by hand
-//! ([`image`]): each list of them is rendered into one host buffer and copied in once, instead
-//! of one guest-memory lookup per field.
-
-mod image;
+//! ([`image`](super::image), feature `hand-lowering`): each list of them is rendered into one
+//! host buffer and copied in once, instead of one guest-memory lookup per field. Without the
+//! feature they derive `Lower` like the others, so a wasmtime upgrade that changes its
+//! internal lowering API still compiles.
 
 use opentelemetry::trace::{SpanContext, Status};
 use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
 use opentelemetry_sdk::trace::SpanData;
 use wasmtime::component::{ComponentType, Lower};
 
-use super::bindings::types::SpanKind;
-use crate::exporter::json::unix_nanos;
+use super::{span_kind, trace_id_pair};
+use crate::bindings::types::SpanKind;
+use crate::encoding::{by_scope, unix_nanos};
 
 #[derive(ComponentType, Lower)]
 #[component(variant)]
@@ -46,12 +47,13 @@ pub(crate) enum ValueRef<'a> {
     F64Array(&'a [f64]),
 }
 
-/// Lowered by hand: [`image`].
+/// Lowered by hand with `hand-lowering` ([`image`](super::image)).
 #[derive(ComponentType)]
+#[cfg_attr(not(feature = "hand-lowering"), derive(Lower))]
 #[component(record)]
 pub(crate) struct KeyValueRef<'a> {
-    key: &'a str,
-    value: ValueRef<'a>,
+    pub(super) key: &'a str,
+    pub(super) value: ValueRef<'a>,
 }
 
 #[derive(ComponentType, Lower)]
@@ -79,16 +81,16 @@ pub(crate) enum StatusRef<'a> {
 #[component(record)]
 pub(crate) struct SpanContextRef {
     #[component(name = "trace-id")]
-    trace_id: (u64, u64),
+    pub(super) trace_id: (u64, u64),
     #[component(name = "span-id")]
-    span_id: u64,
+    pub(super) span_id: u64,
     #[component(name = "trace-flags")]
-    trace_flags: u8,
+    pub(super) trace_flags: u8,
     #[component(name = "is-remote")]
-    is_remote: bool,
+    pub(super) is_remote: bool,
     /// Rendered by the SDK; empty (no allocation) in the common case.
     #[component(name = "trace-state")]
-    trace_state: String,
+    pub(super) trace_state: String,
 }
 
 #[derive(ComponentType, Lower)]
@@ -111,31 +113,32 @@ pub(crate) struct LinkRef<'a> {
     dropped_attributes: u32,
 }
 
-/// Lowered by hand: [`image`].
+/// Lowered by hand with `hand-lowering` ([`image`](super::image)).
 #[derive(ComponentType)]
+#[cfg_attr(not(feature = "hand-lowering"), derive(Lower))]
 #[component(record)]
 pub(crate) struct SpanDataRef<'a> {
     #[component(name = "span-context")]
-    span_context: SpanContextRef,
+    pub(super) span_context: SpanContextRef,
     #[component(name = "parent-span-id")]
-    parent_span_id: Option<u64>,
+    pub(super) parent_span_id: Option<u64>,
     #[component(name = "span-kind")]
-    span_kind: SpanKind,
-    name: &'a str,
+    pub(super) span_kind: SpanKind,
+    pub(super) name: &'a str,
     #[component(name = "start-time")]
-    start_time: u64,
+    pub(super) start_time: u64,
     #[component(name = "end-time")]
-    end_time: u64,
-    attributes: Vec<KeyValueRef<'a>>,
-    events: Vec<EventRef<'a>>,
-    links: Vec<LinkRef<'a>>,
-    status: StatusRef<'a>,
+    pub(super) end_time: u64,
+    pub(super) attributes: Vec<KeyValueRef<'a>>,
+    pub(super) events: Vec<EventRef<'a>>,
+    pub(super) links: Vec<LinkRef<'a>>,
+    pub(super) status: StatusRef<'a>,
     #[component(name = "dropped-attributes")]
-    dropped_attributes: u32,
+    pub(super) dropped_attributes: u32,
     #[component(name = "dropped-events")]
-    dropped_events: u32,
+    pub(super) dropped_events: u32,
     #[component(name = "dropped-links")]
-    dropped_links: u32,
+    pub(super) dropped_links: u32,
 }
 
 #[derive(ComponentType, Lower)]
@@ -192,9 +195,8 @@ fn attributes<'a>(attrs: impl IntoIterator<Item = &'a KeyValue>) -> Option<Vec<K
 }
 
 fn span_context(cx: &SpanContext) -> SpanContextRef {
-    let id = u128::from_be_bytes(cx.trace_id().to_bytes());
     SpanContextRef {
-        trace_id: ((id >> 64) as u64, id as u64),
+        trace_id: trace_id_pair(cx.trace_id()),
         span_id: u64::from_be_bytes(cx.span_id().to_bytes()),
         trace_flags: cx.trace_flags().to_u8(),
         is_remote: cx.is_remote(),
@@ -207,7 +209,7 @@ fn span(s: &SpanData) -> Option<SpanDataRef<'_>> {
     Some(SpanDataRef {
         span_context: span_context(&s.span_context),
         parent_span_id: (parent != 0).then_some(parent),
-        span_kind: super::encode::span_kind(&s.span_kind),
+        span_kind: span_kind(&s.span_kind),
         name: &s.name,
         start_time: unix_nanos(s.start_time),
         end_time: unix_nanos(s.end_time),
@@ -255,10 +257,10 @@ fn scope(s: &InstrumentationScope) -> Option<InstrumentationScopeRef<'_>> {
     })
 }
 
-/// The batch grouped by scope (`encode::by_scope`), borrowing from `batch`; `None` if some
+/// The batch grouped by scope ([`by_scope`]), borrowing from `batch`; `None` if some
 /// value has a kind this host does not know.
 pub(crate) fn typed_batch(batch: &[SpanData]) -> Option<TypedBatchRef<'_>> {
-    let groups = super::encode::by_scope(batch)
+    let groups = by_scope(batch)
         .into_iter()
         .map(|(s, spans)| {
             Some(ScopeSpansRef {

@@ -24,8 +24,7 @@ use opentelemetry::{Array, InstrumentationScope, Key, KeyValue, Value};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
 
-use super::otlp_bytes::{span_flags as flags, span_kind};
-use crate::exporter::json::unix_nanos;
+use super::{by_scope, otlp_span_flags as flags, otlp_span_kind as span_kind, unix_nanos};
 
 /// A JSON writer over one growing string. Callers write the punctuation between fields;
 /// `field` writes a separator unless it opens an object.
@@ -213,7 +212,7 @@ impl Writer<'_> {
         }
         self.u32_field("flags", flags(&s.span_context, s.parent_span_is_remote));
         self.str_field("name", &s.name);
-        self.u32_field("kind", span_kind(&s.span_kind) as u32);
+        self.u32_field("kind", span_kind(&s.span_kind));
         self.nanos_field("startTimeUnixNano", unix_nanos(s.start_time));
         self.nanos_field("endTimeUnixNano", unix_nanos(s.end_time));
         self.attributes("attributes", &s.attributes);
@@ -278,7 +277,7 @@ impl Writer<'_> {
 
 /// The `resource` object of one instance, rendered once and copied into every batch.
 #[derive(Debug, Clone)]
-pub struct JsonResource {
+pub(crate) struct JsonResource {
     /// `{"attributes":[…]}`.
     body: String,
     schema_url: String,
@@ -286,7 +285,7 @@ pub struct JsonResource {
 
 impl JsonResource {
     /// Renders `resource` (attributes; no entity refs, nothing dropped).
-    pub fn new(resource: &Resource) -> Self {
+    pub(crate) fn new(resource: &Resource) -> Self {
         let mut body = String::from("{");
         Writer(&mut body).list("attributes", resource.iter(), |w, (k, v)| w.key_value(k, v));
         body.push('}');
@@ -300,8 +299,8 @@ impl JsonResource {
 /// The batch as an OTLP/JSON `ExportTraceServiceRequest`: one `resourceSpans` entry, one
 /// `scopeSpans` entry per instrumentation scope in order of first appearance, span order
 /// kept within each scope (the grouping of the other encodings).
-pub fn encode(batch: &[SpanData], resource: &JsonResource) -> String {
-    let groups = super::encode::by_scope(batch);
+pub(crate) fn encode(batch: &[SpanData], resource: &JsonResource) -> String {
+    let groups = by_scope(batch);
     let mut out = String::with_capacity(resource.body.len() + 64 + batch.len() * 400);
     let mut w = Writer(&mut out);
     w.0.push_str("{\"resourceSpans\":[{\"resource\":");

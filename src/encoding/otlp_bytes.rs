@@ -10,17 +10,13 @@
 //! A nested message is written with a one-byte length placeholder that is widened in place when
 //! the body turns out longer than 127 bytes, so no size pre-pass is needed.
 
-use opentelemetry::trace::{SpanContext, SpanKind, Status};
+use opentelemetry::trace::Status;
 use opentelemetry::{Array, InstrumentationScope, KeyValue, Value};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
 use prost::encoding::{WireType, encode_key, encode_varint};
 
-use crate::exporter::json::unix_nanos;
-
-/// `SpanFlags` bits of OTLP: the remote state of a context is known, and it is remote.
-const CONTEXT_HAS_IS_REMOTE: u32 = 0x100;
-const CONTEXT_IS_REMOTE: u32 = 0x200;
+use super::{by_scope, otlp_span_flags as span_flags, otlp_span_kind, unix_nanos};
 
 /// A protobuf writer over one growing buffer.
 struct Writer<'a>(&'a mut Vec<u8>);
@@ -141,7 +137,7 @@ impl Writer<'_> {
             self.bytes(4, &s.parent_span_id.to_bytes());
         }
         self.bytes(5, s.name.as_bytes());
-        self.varint(6, span_kind(&s.span_kind));
+        self.varint(6, u64::from(otlp_span_kind(&s.span_kind)));
         self.fixed64(7, unix_nanos(s.start_time));
         self.fixed64(8, unix_nanos(s.end_time));
         self.attributes(9, &s.attributes);
@@ -186,34 +182,16 @@ impl Writer<'_> {
     }
 }
 
-/// OTLP `SpanFlags`: the W3C trace flags, and whether the context (or the parent's) is remote.
-pub(crate) fn span_flags(cx: &SpanContext, remote: bool) -> u32 {
-    u32::from(cx.trace_flags().to_u8())
-        | CONTEXT_HAS_IS_REMOTE
-        | if remote { CONTEXT_IS_REMOTE } else { 0 }
-}
-
-/// OTLP `Span.SpanKind` numbers.
-pub(crate) fn span_kind(kind: &SpanKind) -> u64 {
-    match kind {
-        SpanKind::Internal => 1,
-        SpanKind::Server => 2,
-        SpanKind::Client => 3,
-        SpanKind::Producer => 4,
-        SpanKind::Consumer => 5,
-    }
-}
-
 /// The `Resource` message of one instance, encoded once and copied into every batch.
 #[derive(Debug, Clone)]
-pub struct EncodedResource {
+pub(crate) struct EncodedResource {
     body: Vec<u8>,
     schema_url: String,
 }
 
 impl EncodedResource {
     /// Encodes `resource` (attributes; no entity refs, nothing dropped).
-    pub fn new(resource: &Resource) -> Self {
+    pub(crate) fn new(resource: &Resource) -> Self {
         let mut body = Vec::new();
         let mut w = Writer(&mut body);
         for (k, v) in resource.iter() {
@@ -231,8 +209,8 @@ impl EncodedResource {
 
 /// The batch as an OTLP `ExportTraceServiceRequest`: one `ResourceSpans`, one `ScopeSpans` per
 /// instrumentation scope in order of first appearance, span order kept within each scope.
-pub fn encode(batch: &[SpanData], resource: &EncodedResource) -> Vec<u8> {
-    let groups = super::encode::by_scope(batch);
+pub(crate) fn encode(batch: &[SpanData], resource: &EncodedResource) -> Vec<u8> {
+    let groups = by_scope(batch);
     let mut out = Vec::with_capacity(resource.body.len() + 64 + batch.len() * 160);
     let mut w = Writer(&mut out);
     w.message(1, |w| {

@@ -1,0 +1,42 @@
+//! Section 5: start-up per guest: cold compile, then cached load (median of 5) from a fresh cache.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::{Row, dist, median};
+
+/// Section 5.
+pub fn startup(builtin: &Path, dir: &Path, rows: &mut Vec<Row>) {
+    let st = "Start-up per guest: cold compile / cached load, ms";
+    let engine = lens::wasm::engine::engine(false).unwrap();
+    let cache = lens::wasm::cache::ArtifactCache::new(dir.join("wasm-cache"), u64::MAX);
+    for (name, path) in [
+        ("Rust JSON-lines", builtin.to_path_buf()),
+        ("C JSON-lines", dist("c-jsonl.wasm")),
+        ("Python JSON-lines", dist("python-jsonl.wasm")),
+        ("JavaScript JSON-lines", dist("js-jsonl.wasm")),
+    ] {
+        let ms = |cache| {
+            let t = Instant::now();
+            lens::wasm::load(&path, None, engine, cache).unwrap();
+            t.elapsed().as_secs_f64() * 1e3
+        };
+        let cold = ms(None);
+        ms(Some(&cache)); // compiles and stores
+        let warm = median((0..5).map(|_| ms(Some(&cache))).collect());
+        rows.push(Row {
+            group: st,
+            name: format!("{name}: cold"),
+            value: cold,
+            unit: "ms",
+            ratio: None,
+        });
+        rows.push(Row {
+            group: st,
+            name: format!("{name}: cached"),
+            value: warm,
+            unit: "ms",
+            ratio: Some((cold / warm, "× faster than cold")),
+        });
+    }
+}

@@ -1,0 +1,223 @@
+//! The launcher of `lens demo`: one OS process per rank with the environment `torchrun` gives
+//! (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, a shared run id), a progress bar per rank, and the
+//! summary table at the end.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use lens::LensConfig;
+use lens::wasm::builtin::write_jsonl_exporter;
+
+use super::{DemoArgs, RankMessage, RankSummary};
+use crate::cli::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
+
+/// How each rank ended: its summary, or why there is none.
+type RankResult = (u32, Result<RankSummary, String>);
+
+/// The launcher: spawn the ranks, show progress, print the summary table.
+pub fn run(args: DemoArgs) -> ExitCode {
+    let (run_id, out, exe) = match prepare(&args) {
+        Ok(prepared) => prepared,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let started = Instant::now();
+    let results = run_ranks(&args, &run_id, &out, &exe, started);
+    print_table(&results, &out, started.elapsed());
+    let summaries: Vec<&RankSummary> = results
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .collect();
+    let _ = std::fs::write(
+        out.join("summary.json"),
+        serde_json::to_string_pretty(&summaries).unwrap_or_default(),
+    );
+    if results
+        .iter()
+        .all(|(_, r)| r.as_ref().is_ok_and(|s| s.error.is_none()))
+    {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_RUN_FAILED)
+    }
+}
+
+/// Checks the arguments and the config, creates the run's output directory (with the built-in
+/// exporter in it for the default job); returns the run id, that directory and this binary.
+fn prepare(args: &DemoArgs) -> Result<(String, PathBuf, PathBuf), String> {
+    if args.ranks == 0 || args.nodes == 0 || !args.ranks.is_multiple_of(args.nodes) {
+        return Err(format!(
+            "--ranks ({}) must be a positive multiple of --nodes ({})",
+            args.ranks, args.nodes
+        ));
+    }
+    if let Some(file) = &args.config {
+        LensConfig::load(Some(file)).map_err(|e| e.to_string())?;
+    }
+    let run_id = format!("demo-{:08x}", rand::random::<u32>());
+    let out = args.out.join(&run_id);
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    if args.config.is_none() {
+        write_jsonl_exporter(&out).map_err(|e| {
+            format!(
+                "cannot write the built-in exporter into {}: {e}",
+                out.display()
+            )
+        })?;
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the lens binary: {e}"))?;
+    Ok((run_id, out, exe))
+}
+
+/// The command line of one rank.
+fn rank_command(args: &DemoArgs, rank: u32, run_id: &str, out: &Path, exe: &Path) -> Command {
+    let per_node = args.ranks / args.nodes;
+    let mut cmd = Command::new(exe);
+    cmd.arg("demo-rank")
+        .args(["--steps", &args.steps.to_string()])
+        .args(["--checkpoint-every", &args.checkpoint_every.to_string()])
+        .args(["--step-ms", &args.step_ms.to_string()])
+        .arg("--out")
+        .arg(out)
+        .env("RANK", rank.to_string())
+        .env("WORLD_SIZE", args.ranks.to_string())
+        .env("LOCAL_RANK", (rank % per_node).to_string())
+        .env("LENS_RUN_ID", run_id)
+        .stdout(Stdio::piped());
+    if let Some(c) = &args.config {
+        cmd.arg("--config").arg(c);
+    }
+    if let Some(r) = args.crash_rank {
+        cmd.args(["--crash-rank", &r.to_string()]);
+    }
+    if let Some(d) = args.duration_s {
+        cmd.args(["--duration-s", &d.to_string()]);
+    }
+    cmd
+}
+
+/// Starts every rank, each watched by its own thread, and waits for all of them.
+fn run_ranks(
+    args: &DemoArgs,
+    run_id: &str,
+    out: &Path,
+    exe: &Path,
+    started: Instant,
+) -> Vec<RankResult> {
+    let bars = MultiProgress::new();
+    let style = ProgressStyle::with_template("rank {prefix:>3} [{bar:30}] {pos}/{len} steps {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    let workers: Vec<_> = (0..args.ranks)
+        .map(|rank| {
+            let bar = bars.add(
+                ProgressBar::new(args.steps)
+                    .with_style(style.clone())
+                    .with_prefix(rank.to_string()),
+            );
+            let child = rank_command(args, rank, run_id, out, exe).spawn();
+            std::thread::spawn(move || supervise(rank, child, bar, started))
+        })
+        .collect();
+    let results = workers
+        .into_iter()
+        .map(|w| {
+            w.join()
+                .unwrap_or_else(|_| (u32::MAX, Err("supervisor panicked".into())))
+        })
+        .collect();
+    let _ = bars.clear();
+    results
+}
+
+/// Follows one rank's messages until it exits.
+fn supervise(
+    rank: u32,
+    child: std::io::Result<std::process::Child>,
+    bar: ProgressBar,
+    started: Instant,
+) -> RankResult {
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return (rank, Err(format!("cannot start: {e}"))),
+    };
+    let mut summary = None;
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            match serde_json::from_str::<RankMessage>(&line) {
+                Ok(RankMessage::Progress { step, spans }) => {
+                    bar.set_position(step);
+                    let secs = started.elapsed().as_secs_f64().max(1e-3);
+                    bar.set_message(format!("{:.0} spans/s", spans as f64 / secs));
+                }
+                Ok(RankMessage::Summary(s)) => summary = Some(s),
+                Err(_) => {}
+            }
+        }
+    }
+    let status = child.wait();
+    bar.finish();
+    match (summary, status) {
+        (Some(s), _) => (rank, Ok(s)),
+        (None, Ok(st)) => (rank, Err(format!("crashed ({st})"))),
+        (None, Err(e)) => (rank, Err(format!("lost: {e}"))),
+    }
+}
+
+fn print_table(results: &[RankResult], out: &Path, elapsed: Duration) {
+    println!(
+        "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}  {:>6}  {:>7}  output",
+        "rank",
+        "exporting",
+        "produced",
+        "exported",
+        "dropped",
+        "restarts",
+        "p50",
+        "p99",
+        "spans/s",
+        "cpu s",
+        "rss MiB"
+    );
+    for (rank, r) in results {
+        match r {
+            Ok(s) => {
+                let exporting = match (s.exporting, s.sampler_keeps) {
+                    (false, _) => "no (strategy)",
+                    (true, false) => "no (sampler)",
+                    (true, true) => "yes",
+                };
+                println!(
+                    "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9.0}  {:>6.1}  {:>7.1}  {}{}",
+                    s.rank,
+                    exporting,
+                    s.produced,
+                    s.exported,
+                    s.dropped,
+                    s.restarts,
+                    format!("{:.1}ms", s.latency_p50_us as f64 / 1000.0),
+                    format!("{:.1}ms", s.latency_p99_us as f64 / 1000.0),
+                    s.spans_per_second,
+                    s.cpu_seconds,
+                    s.max_rss_mib,
+                    s.output.as_deref().unwrap_or("-"),
+                    s.error
+                        .as_deref()
+                        .map(|e| format!("  ERROR: {e}"))
+                        .unwrap_or_default(),
+                );
+            }
+            Err(e) => println!("{rank:>4}  FAILED: {e}"),
+        }
+    }
+    println!(
+        "run finished in {:.1}s; output in {}",
+        elapsed.as_secs_f64(),
+        out.display()
+    );
+}

@@ -1,0 +1,100 @@
+//! `lens demo`: a simulated training job, one real OS process per rank (like `torchrun`).
+//!
+//! - [`launcher`]: spawns the ranks, shows their progress, prints the summary table;
+//! - [`rank`]: one rank (the hidden `demo-rank` command): sets up telemetry from the launcher's
+//!   environment and trains.
+//!
+//! A rank talks to the launcher in JSON lines on its stdout ([`RankMessage`]).
+
+mod launcher;
+mod rank;
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+pub use launcher::run;
+pub use rank::run_rank;
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Number of rank processes.
+    #[arg(long, default_value_t = 8)]
+    ranks: u32,
+    /// Number of simulated nodes (ranks are spread evenly; LOCAL_RANK follows).
+    #[arg(long, default_value_t = 2)]
+    nodes: u32,
+    /// Training steps per rank.
+    #[arg(long, default_value_t = 200)]
+    steps: u64,
+    /// A checkpoint span every N steps.
+    #[arg(long, default_value_t = 50)]
+    checkpoint_every: u64,
+    /// Simulated compute per step, milliseconds.
+    #[arg(long, default_value_t = 2)]
+    step_ms: u64,
+    /// Run on this config (OTLP, several exporters, another .wasm…) instead of the default.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Output directory of the default exporter.
+    #[arg(long, default_value = "lens-out")]
+    out: PathBuf,
+    /// Make this rank abort half-way (to see how the launcher reports a crashed rank).
+    #[arg(long)]
+    crash_rank: Option<u32>,
+    /// Run each rank for this many seconds instead of `--steps` (a stress run with `--step-ms 0`).
+    #[arg(long)]
+    duration_s: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct RankArgs {
+    #[arg(long)]
+    steps: u64,
+    #[arg(long)]
+    checkpoint_every: u64,
+    #[arg(long)]
+    step_ms: u64,
+    #[arg(long)]
+    config: Option<PathBuf>,
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long)]
+    crash_rank: Option<u32>,
+    #[arg(long)]
+    duration_s: Option<u64>,
+}
+
+/// What a rank reports at the end (one JSON line on its stdout).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RankSummary {
+    pub rank: u32,
+    pub exporting: bool,
+    pub sampler_keeps: bool,
+    pub produced: u64,
+    pub exported: u64,
+    pub dropped: u64,
+    pub restarts: u64,
+    pub latency_p50_us: u64,
+    pub latency_p99_us: u64,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    /// Spans produced per second of the run.
+    pub spans_per_second: f64,
+    /// User + system CPU time of the rank process.
+    pub cpu_seconds: f64,
+    /// Peak resident memory of the rank process, MiB.
+    pub max_rss_mib: f64,
+    /// Resident memory after the first tenth of the run and at its end, MiB.
+    pub rss_early_mib: f64,
+    pub rss_end_mib: f64,
+}
+
+/// One line from a rank to the launcher.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RankMessage {
+    Progress { step: u64, spans: u64 },
+    Summary(RankSummary),
+}

@@ -1,0 +1,124 @@
+//! Assembly: how the entries of a config become span processors and metric readers. Above both
+//! the native exporters ([`crate::exporter`]) and the wasm host ([`crate::wasm`]), which know
+//! nothing of each other or of the configuration as a whole.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::PeriodicReader;
+use opentelemetry_sdk::trace::SpanProcessor;
+
+use crate::config::env::EnvSource;
+use crate::config::{ExporterSpec, LensConfig};
+use crate::error::LensError;
+use crate::exporter::otlp::{self, OtlpSettings};
+use crate::exporter::{
+    ConsoleMetricExporter, ConsoleSpanExporter, MetricExporterKind, NoopSpanExporter,
+    OtlpMetricExporter, OtlpSpanExporter,
+};
+use crate::rank::RankInfo;
+use crate::trace::{BatchSpanProcessor, ExporterStats};
+use crate::wasm::{HostInputs, WasmSpanExporter};
+
+/// What building exporters needs, shared across the entries of one installation.
+pub(crate) struct BuildContext<'a> {
+    config: &'a LensConfig,
+    env: &'a dyn EnvSource,
+    rank: RankInfo,
+    resource: Resource,
+    /// The runtime of the gRPC exporters, started by the first one.
+    runtime: OnceLock<Arc<tokio::runtime::Runtime>>,
+}
+
+impl<'a> BuildContext<'a> {
+    pub(crate) fn new(
+        config: &'a LensConfig,
+        env: &'a dyn EnvSource,
+        rank: RankInfo,
+        resource: Resource,
+    ) -> Self {
+        Self {
+            config,
+            env,
+            rank,
+            resource,
+            runtime: OnceLock::new(),
+        }
+    }
+
+    fn runtime(&self) -> Result<Arc<tokio::runtime::Runtime>, LensError> {
+        if let Some(rt) = self.runtime.get() {
+            return Ok(rt.clone());
+        }
+        let rt = otlp::grpc_runtime()?;
+        Ok(self.runtime.get_or_init(|| rt).clone())
+    }
+
+    /// A batch processor (with its statistics) for a span exporter entry.
+    pub(crate) fn span_processor(
+        &self,
+        spec: &ExporterSpec,
+        name: &str,
+    ) -> Result<(Box<dyn SpanProcessor>, Arc<ExporterStats>), LensError> {
+        let batch = spec.batch_config(&self.config.batch);
+        let stats = Arc::new(ExporterStats::new(name));
+        let processor = match spec {
+            ExporterSpec::Otlp(o) => {
+                let settings = OtlpSettings::resolve(o, &self.config.otlp, "traces", self.env);
+                let exporter = OtlpSpanExporter::build(name, &settings, &|| self.runtime())?;
+                BatchSpanProcessor::new(exporter, batch, stats.clone())
+            }
+            ExporterSpec::Console(_) => {
+                BatchSpanProcessor::new(ConsoleSpanExporter, batch, stats.clone())
+            }
+            ExporterSpec::None(_) => {
+                BatchSpanProcessor::new(NoopSpanExporter, batch, stats.clone())
+            }
+            ExporterSpec::Wasm(w) => {
+                let inputs = HostInputs {
+                    env: self.env,
+                    rank: self.rank.rank,
+                    resource: &self.resource,
+                    cache: &self.config.wasm_cache,
+                };
+                let exporter = WasmSpanExporter::build(name, w, &batch, &inputs, stats.clone())
+                    .map_err(|source| crate::wasm::setup_error(name, w, source))?;
+                BatchSpanProcessor::new(exporter, batch, stats.clone())
+            }
+        };
+        Ok((Box::new(processor), stats))
+    }
+
+    /// A periodic reader for a metric exporter entry (`None` for `kind = "none"`).
+    pub(crate) fn metric_reader(
+        &self,
+        spec: &ExporterSpec,
+        name: &str,
+    ) -> Result<Option<PeriodicReader<MetricExporterKind>>, LensError> {
+        let exporter = match spec {
+            ExporterSpec::Otlp(o) => {
+                let settings = OtlpSettings::resolve(o, &self.config.otlp, "metrics", self.env);
+                let exporter = OtlpMetricExporter::build(name, &settings, &|| self.runtime())?;
+                MetricExporterKind::Otlp(Box::new(exporter))
+            }
+            ExporterSpec::Console(_) => MetricExporterKind::Console(ConsoleMetricExporter),
+            ExporterSpec::None(_) => return Ok(None),
+            // `LensConfig::validate` refuses these before anything is built; this only guards
+            // a caller that skipped it.
+            ExporterSpec::Wasm(_) => {
+                return Err(LensError::Config {
+                    source_name: "<config>".into(),
+                    message: format!("`{name}`: wasm exporters export spans only"),
+                    source: None,
+                });
+            }
+        };
+        let interval = Duration::from_millis(self.config.metric_export_interval_ms.max(1));
+        Ok(Some(
+            PeriodicReader::builder(exporter)
+                .with_interval(interval)
+                .build(),
+        ))
+    }
+}

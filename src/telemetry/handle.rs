@@ -1,0 +1,245 @@
+//! [`TelemetryHandle`]: the installed telemetry of one rank, its statistics and its life
+//! cycle (flush, idempotent shutdown, shutdown on drop).
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use opentelemetry::metrics::Meter;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanExporter, SpanProcessor};
+
+use super::INSTALLED;
+use crate::config::BatchConfig;
+use crate::error::LensError;
+use crate::rank::RankInfo;
+use crate::trace::{
+    BatchSpanProcessor, DeliveryStats, ExporterStats, FanOutCore, self_metrics::Instruments,
+};
+
+pub(super) struct HandleInner {
+    pub(super) tracer_provider: SdkTracerProvider,
+    pub(super) meter_provider: SdkMeterProvider,
+    pub(super) fanout: Option<Arc<FanOutCore>>,
+    pub(super) rank: RankInfo,
+    pub(super) exporting: bool,
+    pub(super) sampler_keeps: bool,
+    pub(super) run_id: String,
+    pub(super) resource: Resource,
+    pub(super) batch: BatchConfig,
+    pub(super) shutdown: Mutex<Option<Result<(), String>>>,
+    pub(super) global: bool,
+    pub(super) shutdown_timeout: Duration,
+    pub(super) _self_metrics: Instruments,
+}
+
+impl Drop for HandleInner {
+    fn drop(&mut self) {
+        let _ = shutdown_inner(self, self.shutdown_timeout);
+    }
+}
+
+/// The installed telemetry of one rank. Cloning shares it; dropping the last clone shuts it down.
+#[derive(Clone)]
+pub struct TelemetryHandle {
+    pub(super) inner: Arc<HandleInner>,
+}
+
+impl std::fmt::Debug for TelemetryHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelemetryHandle")
+            .field("rank", &self.inner.rank)
+            .field("exporting", &self.inner.exporting)
+            .field("run_id", &self.inner.run_id)
+            .finish()
+    }
+}
+
+impl TelemetryHandle {
+    /// A tracer from this installation's provider.
+    pub fn tracer(&self, name: impl Into<std::borrow::Cow<'static, str>>) -> SdkTracer {
+        self.inner.tracer_provider.tracer(name)
+    }
+
+    /// A meter from this installation's provider.
+    pub fn meter(&self, name: &'static str) -> Meter {
+        use opentelemetry::metrics::MeterProvider as _;
+        self.inner.meter_provider.meter(name)
+    }
+
+    /// The tracer provider (for code that wants to build its own tracers).
+    pub fn tracer_provider(&self) -> &SdkTracerProvider {
+        &self.inner.tracer_provider
+    }
+
+    /// The meter provider.
+    pub fn meter_provider(&self) -> &SdkMeterProvider {
+        &self.inner.meter_provider
+    }
+
+    /// Whether this rank exports (strategy decision and `enabled`).
+    pub fn is_exporting(&self) -> bool {
+        self.inner.exporting
+    }
+
+    /// Whether the rank-aware sampler keeps this rank's spans (`is_exporting` when no sampler).
+    pub fn sampler_keeps(&self) -> bool {
+        self.inner.sampler_keeps
+    }
+
+    /// This rank's identity.
+    pub fn rank(&self) -> RankInfo {
+        self.inner.rank
+    }
+
+    /// The run id shared by the job's ranks.
+    pub fn run_id(&self) -> &str {
+        &self.inner.run_id
+    }
+
+    /// The resource every signal carries.
+    pub fn resource(&self) -> &Resource {
+        &self.inner.resource
+    }
+
+    /// Delivery statistics: spans produced, and per exporter exported and dropped.
+    pub fn stats(&self) -> DeliveryStats {
+        self.inner
+            .fanout
+            .as_ref()
+            .map(|f| f.stats())
+            .unwrap_or_default()
+    }
+
+    /// Adds a span processor after setup (the Rust equivalent of the seed's
+    /// `provider.add_span_processor(...)`): it receives every span ended from now on.
+    /// A no-op on a non-exporting rank.
+    pub fn add_span_processor(&self, processor: impl SpanProcessor + 'static) {
+        if let Some(f) = &self.inner.fanout {
+            f.add(Box::new(processor), None);
+        }
+    }
+
+    /// Adds a span exporter after setup, on its own Lens batch processor with statistics.
+    pub fn add_span_exporter<E: SpanExporter + 'static>(
+        &self,
+        name: impl Into<String>,
+        exporter: E,
+    ) {
+        if let Some(f) = &self.inner.fanout {
+            let stats = Arc::new(ExporterStats::new(name));
+            f.add(
+                Box::new(BatchSpanProcessor::new(
+                    exporter,
+                    self.inner.batch,
+                    stats.clone(),
+                )),
+                Some(stats),
+            );
+        }
+    }
+
+    /// Exports everything ended so far, waiting at most `timeout`.
+    pub fn force_flush(&self, timeout: Duration) -> Result<(), LensError> {
+        let inner = self.inner.clone();
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            let traces = inner
+                .tracer_provider
+                .force_flush()
+                .map_err(|e| format!("traces: {e}"));
+            let metrics = inner
+                .meter_provider
+                .force_flush()
+                .map_err(|e| format!("metrics: {e}"));
+            let _ = tx.send(traces.and(metrics));
+        });
+        match rx.recv_timeout(timeout) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(details)) => Err(LensError::Incomplete {
+                operation: "force_flush",
+                details,
+            }),
+            Err(_) => Err(LensError::Incomplete {
+                operation: "force_flush",
+                details: format!("timed out after {timeout:?}"),
+            }),
+        }
+    }
+
+    /// Flushes and shuts down, waiting at most `timeout`; idempotent (later calls return the
+    /// first call's outcome). Logs the delivery statistics.
+    pub fn shutdown(&self, timeout: Duration) -> Result<(), LensError> {
+        shutdown_inner(&self.inner, timeout)
+    }
+
+    /// A `tracing` layer sending `tracing` spans (e.g. from `#[instrument]`) to this
+    /// installation's tracer.
+    #[cfg(feature = "tracing")]
+    pub fn tracing_layer<S>(&self) -> tracing_opentelemetry::OpenTelemetryLayer<S, SdkTracer>
+    where
+        S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+    {
+        tracing_opentelemetry::layer().with_tracer(self.tracer("lens.tracing"))
+    }
+}
+
+fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensError> {
+    let mut done = inner.shutdown.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(outcome) = done.as_ref() {
+        return outcome.clone().map_err(|details| LensError::Incomplete {
+            operation: "shutdown",
+            details,
+        });
+    }
+    let mut errors = Vec::new();
+    if inner.fanout.is_some()
+        && let Err(e) = inner.tracer_provider.shutdown_with_timeout(timeout)
+    {
+        errors.push(format!("traces: {e}"));
+    }
+    if let Err(e) = inner.meter_provider.shutdown_with_timeout(timeout)
+        && !matches!(e, opentelemetry_sdk::error::OTelSdkError::AlreadyShutdown)
+        && inner.exporting
+    {
+        errors.push(format!("metrics: {e}"));
+    }
+    if let Some(f) = &inner.fanout {
+        log_stats(inner.rank.rank, &f.stats());
+    }
+    if inner.global {
+        INSTALLED.store(false, Ordering::SeqCst);
+    }
+    let outcome = if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    };
+    *done = Some(outcome.clone());
+    outcome.map_err(|details| LensError::Incomplete {
+        operation: "shutdown",
+        details,
+    })
+}
+
+fn log_stats(rank: u32, stats: &DeliveryStats) {
+    for e in &stats.exporters {
+        let line = format!(
+            "rank {rank} exporter `{}`: {} spans received, {} exported, {} dropped (queue full {}, export failed {}, shutdown {})",
+            e.name,
+            e.received,
+            e.exported,
+            e.dropped(),
+            e.dropped_queue_full,
+            e.dropped_export_failed,
+            e.dropped_shutdown
+        );
+        if e.dropped() > 0 {
+            log::warn!("{line}");
+        } else {
+            log::info!("{line}");
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! One guest instance on its own worker thread: started from the [`InstanceFactory`]
+//! (instantiate, `init`), then serving calls until a fault or shutdown.
+//!
+//! The worker owns the instance's `Store`. A caller hands it a [`Job`] and waits at most the
+//! call deadline plus a small grace: the epoch deadline stops a guest spinning in wasm, and the
+//! bounded wait covers a guest blocked inside a host call (which epochs cannot interrupt) — that
+//! worker is abandoned and traps as soon as it re-enters wasm. After a fault the instance is
+//! gone: a trapped instance can never be entered again, and its worker thread ends.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::SpanData;
+use wasmtime::component::{Func, Instance};
+use wasmtime::{Engine, Store};
+
+use super::engine::ticks;
+use super::load::EXPORT_NAME;
+use super::sandbox::{Grants, HostState, MemoryLimitExceeded};
+use crate::bindings::exports::lens::exporter::span_exporter::Guest;
+use crate::bindings::types::{Batch, Encoding};
+use crate::bindings::{Exporter, ExporterPre};
+use crate::encoding::typed::TypedBatchRef;
+use crate::encoding::typed::owned::resource as wit_resource;
+use crate::encoding::{BatchEncoder, EncodedBatch};
+use crate::error::FaultKind;
+use crate::trace::ExporterStats;
+
+/// Longest guest error message kept (the rest is cut, with a note).
+pub const MAX_GUEST_ERROR: usize = 1024;
+/// In a setting value, replaced by the instance's number (0 up to `max_concurrent_exports`).
+pub const INSTANCE_PLACEHOLDER: &str = "{lens.instance}";
+/// Extra wait beyond the call deadline before a worker counts as stuck in a host call.
+const GRACE: Duration = Duration::from_millis(250);
+
+/// What stopped an instance, and the host's or wasmtime's account of it.
+#[derive(Debug, Clone)]
+pub(crate) struct Fault {
+    pub kind: FaultKind,
+    pub detail: String,
+}
+
+impl Fault {
+    fn new(kind: FaultKind, detail: impl Into<String>) -> Self {
+        Self {
+            kind,
+            detail: truncate(detail.into(), MAX_GUEST_ERROR),
+        }
+    }
+
+    fn from_wasmtime(e: &wasmtime::Error) -> Self {
+        Self::new(fault_kind(e), format!("{e:#}"))
+    }
+}
+
+/// How one guest call ended.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Ok,
+    /// The guest returned `err`: a failed call, the instance stays.
+    GuestError(String),
+    /// A trap or host-side failure: the instance is gone.
+    Fault(Fault),
+}
+
+/// What a worker is asked to do.
+pub(crate) enum Job {
+    Export(Vec<SpanData>),
+    Flush,
+    Shutdown,
+}
+
+/// Why an instance did not start.
+#[derive(Debug)]
+pub(crate) enum StartError {
+    /// `init` returned this error.
+    Refused(String),
+    /// It faulted (or did not answer) before it was ready.
+    Fault(Fault),
+}
+
+/// Everything needed to start instances of one exporter: the pre-linked component, the
+/// sandbox's grants, the settings, the limits, and where to count.
+pub(crate) struct InstanceFactory {
+    pub name: Arc<str>,
+    pub engine: Engine,
+    pub pre: ExporterPre<HostState>,
+    pub grants: Grants,
+    pub settings: Vec<(String, String)>,
+    pub call_timeout: Duration,
+    pub fuel: Option<u64>,
+    pub stats: Arc<ExporterStats>,
+    /// The encoding the last instance asked for in `init`.
+    pub encoding: Mutex<Option<Encoding>>,
+}
+
+/// A started instance: the sender of its worker's jobs. Dropping it ends the worker.
+pub(crate) struct Worker {
+    jobs: Sender<(Job, Sender<Outcome>)>,
+    call_timeout: Duration,
+}
+
+impl Worker {
+    /// Runs `job` on the instance and waits at most the call deadline (plus a grace).
+    pub(crate) fn call(&self, job: Job) -> Outcome {
+        let (tx, rx) = bounded(1);
+        if self.jobs.send((job, tx)).is_err() {
+            return Outcome::Fault(Fault::new(
+                FaultKind::HostError,
+                "the worker thread is gone",
+            ));
+        }
+        rx.recv_timeout(self.call_timeout + GRACE)
+            .unwrap_or_else(|_| {
+                Outcome::Fault(Fault::new(
+                    FaultKind::Deadline,
+                    format!(
+                        "no answer within {:?} (blocked in a host call)",
+                        self.call_timeout
+                    ),
+                ))
+            })
+    }
+}
+
+/// An instantiated guest: its store, bindings and the raw `export` function (for calls
+/// lowered from borrowed spans).
+struct Live {
+    store: Store<HostState>,
+    bindings: Exporter,
+    export: Func,
+}
+
+/// Cuts `s` to `max` bytes (on a character boundary), noting how much was cut.
+pub(crate) fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let total = s.len();
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str(&format!("… [{} more bytes]", total - cut));
+    }
+    s
+}
+
+/// What stopped a guest, from wasmtime's error.
+pub(crate) fn fault_kind(e: &wasmtime::Error) -> FaultKind {
+    if e.chain().any(|c| c.is::<MemoryLimitExceeded>()) {
+        return FaultKind::MemoryLimit;
+    }
+    match e.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => FaultKind::Deadline,
+        Some(wasmtime::Trap::OutOfFuel) => FaultKind::Fuel,
+        Some(wasmtime::Trap::UnreachableCodeReached) => FaultKind::Unreachable,
+        Some(wasmtime::Trap::StackOverflow) => FaultKind::StackOverflow,
+        Some(wasmtime::Trap::MemoryOutOfBounds) => FaultKind::MemoryOutOfBounds,
+        Some(other) => FaultKind::Trap(other.to_string()),
+        None => FaultKind::HostError,
+    }
+}
+
+/// The guest's `export` function, for calls lowered from borrowed spans.
+fn export_func(instance: &Instance, store: &mut Store<HostState>) -> wasmtime::Result<Func> {
+    let interface = instance
+        .get_export_index(&mut *store, None, EXPORT_NAME)
+        .ok_or_else(|| wasmtime::format_err!("no `{EXPORT_NAME}` export"))?;
+    let func = instance
+        .get_export_index(&mut *store, Some(&interface), "export")
+        .ok_or_else(|| wasmtime::format_err!("no `export` function in `{EXPORT_NAME}`"))?;
+    instance
+        .get_func(&mut *store, func)
+        .ok_or_else(|| wasmtime::format_err!("`export` of `{EXPORT_NAME}` is not a function"))
+}
+
+impl InstanceFactory {
+    /// Starts instance number `number` on a new worker thread, for spans carrying `resource`;
+    /// returns once it is instantiated and initialised, or at the call deadline.
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        resource: &Resource,
+        number: usize,
+    ) -> Result<Worker, StartError> {
+        let (ready_tx, ready_rx) = bounded(1);
+        let (jobs_tx, jobs_rx) = unbounded();
+        let factory = self.clone();
+        let resource = resource.clone();
+        std::thread::Builder::new()
+            .name(format!("lens-wasm-{}", self.name))
+            .spawn(move || factory.run(&resource, number, ready_tx, jobs_rx))
+            .map_err(|e| {
+                StartError::Fault(Fault::new(
+                    FaultKind::HostError,
+                    format!("cannot start a worker thread: {e}"),
+                ))
+            })?;
+        match ready_rx.recv_timeout(self.call_timeout + GRACE) {
+            Ok(Ok(())) => Ok(Worker {
+                jobs: jobs_tx,
+                call_timeout: self.call_timeout,
+            }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(StartError::Fault(Fault::new(
+                FaultKind::Deadline,
+                format!("instantiation took longer than {:?}", self.call_timeout),
+            ))),
+        }
+    }
+
+    /// The worker thread: start the instance, report, then serve jobs.
+    fn run(
+        self: Arc<Self>,
+        resource: &Resource,
+        number: usize,
+        ready: Sender<Result<(), StartError>>,
+        jobs: Receiver<(Job, Sender<Outcome>)>,
+    ) {
+        // Nothing the guest does on this thread is traced by Lens itself.
+        let _suppress = opentelemetry::Context::enter_telemetry_suppressed_scope();
+        let (live, encoding) = match self.instantiate(resource, number) {
+            Ok((live, Ok(encoding))) => (live, encoding),
+            Ok((live, Err(msg))) => {
+                self.record_memory(&live.store);
+                let _ = ready.send(Err(StartError::Refused(truncate(msg, MAX_GUEST_ERROR))));
+                return;
+            }
+            Err(e) => {
+                let _ = ready.send(Err(StartError::Fault(Fault::from_wasmtime(&e))));
+                return;
+            }
+        };
+        *self.encoding.lock().unwrap_or_else(|p| p.into_inner()) = Some(encoding);
+        if ready.send(Ok(())).is_err() {
+            return; // the host gave up waiting
+        }
+        self.serve(live, &BatchEncoder::new(encoding, resource), jobs);
+    }
+
+    /// Instantiates the component in a fresh sandbox and calls `init`.
+    fn instantiate(
+        &self,
+        resource: &Resource,
+        number: usize,
+    ) -> wasmtime::Result<(Live, Result<Encoding, String>)> {
+        let mut store = Store::new(&self.engine, HostState::new(&self.grants)?);
+        store.limiter(|s| &mut s.limiter);
+        store.epoch_deadline_trap();
+        self.arm(&mut store)?;
+        let instance = self.pre.instance_pre().instantiate(&mut store)?;
+        let bindings = Exporter::new(&mut store, &instance)?;
+        let export = export_func(&instance, &mut store)?;
+        self.arm(&mut store)?;
+        let init = bindings.lens_exporter_span_exporter().call_init(
+            &mut store,
+            &self.settings(number),
+            &wit_resource(resource),
+        )?;
+        let live = Live {
+            store,
+            bindings,
+            export,
+        };
+        Ok((live, init))
+    }
+
+    /// Runs jobs until the host drops its sender (after `shutdown`, or when it replaces the
+    /// instance) or a fault ends the instance.
+    fn serve(&self, live: Live, encoder: &BatchEncoder, jobs: Receiver<(Job, Sender<Outcome>)>) {
+        let Live {
+            mut store,
+            bindings,
+            export,
+        } = live;
+        let guest = bindings.lens_exporter_span_exporter();
+        for (job, reply) in jobs {
+            let result = self.arm(&mut store).and_then(|()| match job {
+                Job::Export(batch) => Self::export(&mut store, export, guest, encoder, &batch),
+                Job::Flush => guest.call_force_flush(&mut store),
+                Job::Shutdown => guest.call_shutdown(&mut store),
+            });
+            let outcome = self.outcome(&store, result);
+            let fault = matches!(outcome, Outcome::Fault(_));
+            let _ = reply.send(outcome);
+            if fault {
+                return; // a trapped instance can never be entered again
+            }
+        }
+    }
+
+    fn export(
+        store: &mut Store<HostState>,
+        export: Func,
+        guest: &Guest,
+        encoder: &BatchEncoder,
+        batch: &[SpanData],
+    ) -> wasmtime::Result<Result<(), String>> {
+        match encoder.encode(batch) {
+            EncodedBatch::Typed(typed) => export
+                .typed::<(&TypedBatchRef<'_>,), (Result<(), String>,)>(&*store)
+                .and_then(|f| f.call(&mut *store, (&typed,)))
+                .map(|(r,)| r),
+            EncodedBatch::TypedOwned(groups) => guest.call_export(store, &Batch::Typed(groups)),
+            EncodedBatch::OtlpProtobuf(bytes) => {
+                guest.call_export(store, &Batch::OtlpProtobuf(bytes))
+            }
+            EncodedBatch::OtlpJson(text) => guest.call_export(store, &Batch::OtlpJson(text)),
+        }
+    }
+
+    /// Arms the deadline (and fuel) for the next guest call.
+    fn arm(&self, store: &mut Store<HostState>) -> wasmtime::Result<()> {
+        store.set_epoch_deadline(ticks(self.call_timeout));
+        if let Some(fuel) = self.fuel {
+            store.set_fuel(fuel)?;
+        }
+        Ok(())
+    }
+
+    fn record_memory(&self, store: &Store<HostState>) {
+        self.stats.record_memory(store.data().limiter.peak as u64);
+    }
+
+    fn outcome(
+        &self,
+        store: &Store<HostState>,
+        r: wasmtime::Result<Result<(), String>>,
+    ) -> Outcome {
+        self.record_memory(store);
+        match r {
+            Ok(Ok(())) => Outcome::Ok,
+            Ok(Err(msg)) => Outcome::GuestError(truncate(msg, MAX_GUEST_ERROR)),
+            Err(e) => Outcome::Fault(Fault::from_wasmtime(&e)),
+        }
+    }
+
+    /// The settings passed to instance number `instance`: `{lens.instance}` in a value
+    /// becomes that number, so that concurrent instances can write separate files.
+    fn settings(&self, instance: usize) -> Vec<(String, String)> {
+        let n = instance.to_string();
+        self.settings
+            .iter()
+            .map(|(k, v)| (k.clone(), v.replace(INSTANCE_PLACEHOLDER, &n)))
+            .collect()
+    }
+}

@@ -1,0 +1,85 @@
+//! Installing Lens for a test, and exporters with scripted behaviour.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use lens::opentelemetry::{Key, Value};
+use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use lens::opentelemetry_sdk::trace::{SpanData, SpanExporter};
+use lens::{LensConfig, TelemetryBuilder, TelemetryHandle};
+
+/// The longest a test waits for a flush or a shutdown.
+pub const T: Duration = Duration::from_secs(10);
+
+/// A config exporting through the `exporter` shorthand, with a fixed run id.
+pub fn config(exporter: &str) -> LensConfig {
+    LensConfig {
+        exporter: exporter.into(),
+        run_id: "run42".into(),
+        ..Default::default()
+    }
+}
+
+/// An empty environment.
+pub fn no_env() -> HashMap<String, String> {
+    HashMap::new()
+}
+
+/// Installs without touching the process environment or the global providers.
+pub trait LocalInstall {
+    /// Installs with an empty environment, not globally; panics on error.
+    fn local(self) -> TelemetryHandle;
+}
+
+impl LocalInstall for TelemetryBuilder {
+    fn local(self) -> TelemetryHandle {
+        self.env(no_env()).install_global(false).install().unwrap()
+    }
+}
+
+/// The value of attribute `key` among `attrs`.
+pub fn attr<'a>(attrs: impl IntoIterator<Item = (&'a Key, &'a Value)>, key: &str) -> Option<Value> {
+    attrs
+        .into_iter()
+        .find(|(k, _)| k.as_str() == key)
+        .map(|(_, v)| v.clone())
+}
+
+/// An exporter that takes `delay` per batch and fails every `fail_every`-th batch (0: never),
+/// counting the spans it accepts.
+#[derive(Debug)]
+pub struct SlowExporter {
+    delay: Duration,
+    fail_every: u64,
+    calls: AtomicU64,
+    accepted: Arc<AtomicU64>,
+}
+
+impl SlowExporter {
+    /// The exporter and its count of accepted spans.
+    pub fn new(delay: Duration, fail_every: u64) -> (Self, Arc<AtomicU64>) {
+        let accepted = Arc::new(AtomicU64::new(0));
+        let exporter = Self {
+            delay,
+            fail_every,
+            calls: AtomicU64::new(0),
+            accepted: accepted.clone(),
+        };
+        (exporter, accepted)
+    }
+}
+
+impl SpanExporter for SlowExporter {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        std::thread::sleep(self.delay);
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.fail_every > 0 && n.is_multiple_of(self.fail_every) {
+            return Err(OTelSdkError::InternalFailure("backend said no".into()));
+        }
+        self.accepted
+            .fetch_add(batch.len() as u64, Ordering::SeqCst);
+        Ok(())
+    }
+}

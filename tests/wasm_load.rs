@@ -1,0 +1,146 @@
+//! Loading `.wasm` exporters: every bad input gets its own message naming the exporter and the
+//! file, pins are checked, and an exporter refusing `init` fails setup with its words.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use lens::opentelemetry_sdk::Resource;
+use lens::wasm::WasmSpanExporter;
+use lens::{LensConfig, LensError, Telemetry};
+use lens_test_support::wasm::{HOSTILE, RECORDER, recorder_spec, spec};
+
+fn load_error(path: &Path, pin: Option<&str>) -> String {
+    let mut s = spec(path.to_str().unwrap(), &[]);
+    s.sha256 = pin.map(String::from);
+    match WasmSpanExporter::from_config("bad", &s, &Resource::builder_empty().build()) {
+        Err(LensError::WasmLoad { source, .. }) => source.to_string(),
+        Err(other) => panic!("unexpected error {other}"),
+        Ok(_) => panic!("{} loaded", path.display()),
+    }
+}
+
+#[test]
+fn bad_wasm_inputs_each_get_their_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    assert_eq!(
+        load_error(&dir.path().join("missing.wasm"), None),
+        "file not found"
+    );
+    assert_eq!(
+        load_error(dir.path(), None),
+        "is a directory, not a .wasm component file"
+    );
+    assert_eq!(
+        load_error(&p("text.wasm", b"hello, world"), None),
+        "not a WebAssembly file (no `\\0asm` header)"
+    );
+    let core = wat::parse_str("(module (func (export \"f\")))").unwrap();
+    assert_eq!(
+        load_error(&p("core.wasm", &core), None),
+        "is a core WebAssembly module, not a component: build it for wasm32-wasip2, or wrap it with `wasm-tools component new`"
+    );
+    let empty = wat::parse_str("(component)").unwrap();
+    assert_eq!(
+        load_error(&p("empty.wasm", &empty), None),
+        "does not export `lens:exporter/span-exporter@0.2.0` (it exports nothing); is it built for the `lens:exporter/exporter` world?"
+    );
+    let imports = wat::parse_str(
+        r#"(component
+             (import "vendor:telemetry/sink@1.0.0" (instance (export "send" (func))))
+             (import "wasi:cli/environment@0.2.0" (instance))
+           )"#,
+    )
+    .unwrap();
+    assert_eq!(
+        load_error(&p("imports.wasm", &imports), None),
+        "imports the host does not provide: `vendor:telemetry/sink@1.0.0` (the host offers WASI 0.2 and wasi:http only)"
+    );
+    // A component exporting a `shutdown` function under `interface`.
+    let exporting = |interface: &str| {
+        wat::parse_str(format!(
+            r#"(component
+                 (core module $m (func (export "f")))
+                 (core instance $i (instantiate $m))
+                 (func $f (canon lift (core func $i "f")))
+                 (instance $e (export "shutdown" (func $f)))
+                 (export "{interface}" (instance $e))
+               )"#
+        ))
+        .unwrap()
+    };
+    assert_eq!(
+        load_error(
+            &p("v1.wasm", &exporting("lens:exporter/span-exporter@0.1.0")),
+            None
+        ),
+        "targets `lens:exporter/span-exporter@0.1.0`, but this host supports `lens:exporter/span-exporter@0.2.0`; rebuild it against this host's `wit/exporter.wit` (the 0.1.0 records are unchanged)"
+    );
+    assert_eq!(
+        load_error(
+            &p("v3.wasm", &exporting("lens:exporter/span-exporter@0.3.0")),
+            None
+        ),
+        "targets `lens:exporter/span-exporter@0.3.0`, but this host supports `lens:exporter/span-exporter@0.2.0`"
+    );
+    let truncated = &std::fs::read(RECORDER).unwrap()[..4096];
+    assert!(load_error(&p("truncated.wasm", truncated), None).starts_with("invalid component: "));
+    let pin = "0".repeat(64);
+    let digest = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(std::fs::read(RECORDER).unwrap()))
+    };
+    assert_eq!(
+        load_error(Path::new(RECORDER), Some(&pin)),
+        format!("sha256 is {digest}, but the config pins {pin}: refusing to load it")
+    );
+}
+
+#[test]
+fn a_correct_sha256_pin_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = recorder_spec(dir.path(), "typed");
+    use sha2::Digest;
+    s.sha256 =
+        Some(hex::encode(sha2::Sha256::digest(std::fs::read(RECORDER).unwrap())).to_uppercase());
+    WasmSpanExporter::from_config("pinned", &s, &Resource::builder_empty().build()).unwrap();
+}
+
+#[test]
+fn an_exporter_refusing_to_start_fails_setup_with_its_message() {
+    let err = WasmSpanExporter::from_config(
+        "picky",
+        &spec(HOSTILE, &[("mode", "refuse-init")]),
+        &Resource::builder_empty().build(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "wasm exporter `picky` ({HOSTILE}): init failed: init: this exporter refuses to start"
+        )
+    );
+}
+
+#[test]
+fn a_config_naming_a_missing_wasm_exporter_fails_setup_with_its_name_and_path() {
+    let cfg = LensConfig {
+        exporter: "exporters/vendor.wasm".into(),
+        metrics_enabled: false,
+        run_id: "x".into(),
+        ..Default::default()
+    };
+    let err = Telemetry::builder(cfg)
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "wasm exporter `vendor` (exporters/vendor.wasm): file not found"
+    );
+}
