@@ -1,16 +1,19 @@
 //! Builds the built-in JSON-lines exporter (`guest-examples/rust-jsonl`) as a component and
 //! hands its path to the crate, which embeds it (`lens::wasm::builtin`).
+//!
+//! The Rust examples are built into the same target directory `guest-examples/build.sh` uses,
+//! so that whichever runs second finds them up to date: each guest is compiled once.
 
 include!("guest-examples/build_guests.rs");
 
 fn main() {
     let here = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     println!("cargo:rerun-if-changed={}", here.join("wit").display());
     println!("cargo:rerun-if-changed=build.rs");
     let built = build_guests(
         &here.join("guest-examples"),
-        &out.join("guest-examples"),
+        &["rust-jsonl", "rust-vendor-http"],
+        &here.join("guest-examples/.tools/rust-target"),
         &["lens_jsonl_exporter", "lens_vendor_http_exporter"],
     );
     println!(

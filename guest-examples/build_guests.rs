@@ -3,13 +3,17 @@
 // directory, so the outer build's lock and flags are not involved.
 
 /// Builds `workspace` and returns the `.wasm` path of each crate in `crates` (library names).
-#[allow(dead_code)]
+/// `sources` are the workspace's files and directories whose change means a rebuild (not the
+/// whole workspace: a target directory inside it would make every build look like a change).
 fn build_guests(
     workspace: &std::path::Path,
+    sources: &[&str],
     target_dir: &std::path::Path,
     crates: &[&str],
 ) -> Vec<std::path::PathBuf> {
-    println!("cargo:rerun-if-changed={}", workspace.display());
+    for source in ["Cargo.toml", "Cargo.lock"].iter().chain(sources) {
+        println!("cargo:rerun-if-changed={}", workspace.join(source).display());
+    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = std::process::Command::new(cargo);
     cmd.current_dir(workspace)

@@ -1,11 +1,10 @@
 //! OTLP protobuf bytes written straight from `SpanData`.
 //!
 //! The generic path (`opentelemetry-proto`'s conversion, then `prost` encoding) copies every key,
-//! value and id into owned proto structs and frees them again: 2.1 µs per span at batch 512 on
-//! the project machine, four times the budget of the bytes encoding. This writer emits the same
-//! bytes (same fields, same order as `prost`, checked byte for byte in the tests) with no
-//! allocation per span, and encodes the resource once per instance. Fields go in tag order, as
-//! `prost` writes them.
+//! value and id into owned proto structs and frees them again; `docs/benchmarks.md` compares the
+//! two ("Encoders"). This writer emits the same bytes (same fields, same order as `prost`,
+//! checked byte for byte in the tests) with no allocation per span, and encodes the resource
+//! once per instance. Fields go in tag order, as `prost` writes them.
 //!
 //! A nested message is written with a one-byte length placeholder that is widened in place when
 //! the body turns out longer than 127 bytes, so no size pre-pass is needed.

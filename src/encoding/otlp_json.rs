@@ -2,8 +2,8 @@
 //!
 //! Guests in languages whose JSON parser is native code (CPython's `_json`, SpiderMonkey's
 //! `JSON.parse`) turn one string into objects far faster than their component bindings turn
-//! typed records into objects: the Python example spent 43 of its 91 µs per span converting
-//! the typed records. This writer renders the same `ExportTraceServiceRequest` as
+//! typed records into objects (`docs/benchmarks.md`). This writer renders the same
+//! `ExportTraceServiceRequest` as
 //! [`otlp_bytes`](super::otlp_bytes), in the JSON encoding of the OTLP specification:
 //!
 //! - trace and span ids are lowercase hex, not base64;

@@ -11,8 +11,6 @@ use crate::strategy::rank_is_sampled;
 /// `sampled` export strategy. Dropped spans are non-recording.
 #[derive(Debug, Clone, Copy)]
 pub struct RankAwareSampler {
-    rank: u32,
-    rate: f64,
     keep: bool,
 }
 
@@ -20,8 +18,6 @@ impl RankAwareSampler {
     /// Decides for `rank` at `rate` (fraction of ranks kept, `0..=1`).
     pub fn new(rank: u32, rate: f64) -> Self {
         Self {
-            rank,
-            rate,
             keep: rank_is_sampled(rank, rate),
         }
     }
@@ -31,15 +27,6 @@ impl RankAwareSampler {
         self.keep
     }
 
-    /// The rank this sampler decided for.
-    pub fn rank(&self) -> u32 {
-        self.rank
-    }
-
-    /// The rate it decided with.
-    pub fn rate(&self) -> f64 {
-        self.rate
-    }
 }
 
 impl ShouldSample for RankAwareSampler {

@@ -1,10 +1,9 @@
 //! Compiled components on disk, mapped straight into memory on the next start.
 //!
-//! wasmtime's own cache hashes the whole `.wasm` on every load and decompresses the artefact:
-//! ~190 ms for the 12–18 MB Python and JavaScript guests on the project machine, most of it
-//! reading, hashing and decompressing (`cargo bench --bench pipeline -- --only startup`). This
-//! cache stores what `Engine::precompile_component` produces, uncompressed, and loads it with
-//! `Component::deserialize_file`, which maps the file: 2–5 ms for the same guests.
+//! wasmtime's own cache hashes the whole `.wasm` on every load and decompresses the artefact,
+//! which dominated the start-up of the large Python and JavaScript guests. This cache stores
+//! what `Engine::precompile_component` produces, uncompressed, and loads it with
+//! `Component::deserialize_file`, which maps the file (`docs/benchmarks.md`, start-up).
 //!
 //! Layout of the directory (`[wasm_cache] dir`, `LENS_WASM_CACHE_DIR`, else
 //! `$XDG_CACHE_HOME/lens/wasm`, else `~/.cache/lens/wasm`; `LENS_WASM_CACHE=off` disables it):

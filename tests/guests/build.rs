@@ -12,7 +12,12 @@ fn main() {
         "cargo:rerun-if-changed={}",
         here.join("../../wit").display()
     );
-    let built = build_guests(&here.join("programs"), &out.join("guest-target"), &GUESTS);
+    let built = build_guests(
+        &here.join("programs"),
+        &GUESTS,
+        &out.join("guest-target"),
+        &GUESTS,
+    );
     for (guest, wasm) in GUESTS.iter().zip(built) {
         println!(
             "cargo:rustc-env=LENS_GUEST_{}={}",

@@ -1,8 +1,8 @@
 //! The typed batch lowered straight from `SpanData`, borrowing every string.
 //!
-//! The bindings generated from the WIT take owned records: building them copied every key,
-//! value and name into a fresh `String` and freed it after the call, a third of the host's
-//! time per typed batch (`perf` on `cargo bench --bench pipeline -- --only export`). These
+//! The bindings generated from the WIT take owned records: building them copies every key,
+//! value and name into a fresh `String` and frees it after the call (the levers table of
+//! `docs/benchmarks.md` has what that cost). These
 //! mirror types have the same shape as `lens:exporter/types` (wasmtime checks it, field by
 //! field, when the function is looked up) but hold `&str` and slices into the spans, so the
 //! only copy is the canonical ABI's own copy into guest memory.

@@ -1,8 +1,8 @@
 //! `span-data` and `key-value` lowered by hand, a list at a time.
 //!
 //! The derived lowering writes each scalar field through its own guest-memory lookup
-//! (`LowerContext::get`), about forty per span; `perf` put that lookup first in the typed
-//! boundary's profile. Here each list is allocated in the guest as usual, its elements are
+//! (`LowerContext::get`), about forty per span; that lookup led the typed boundary's profile
+//! (`docs/benchmarks.md`, levers). Here each list is allocated in the guest as usual, its elements are
 //! rendered into a host buffer (the "image": scalars, discriminants and the pointer/length pairs
 //! of the strings and lists already copied in), and the image is copied in once. Guest
 //! allocations are exactly those of the canonical ABI, in the same order: one `realloc` per
