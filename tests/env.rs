@@ -82,6 +82,9 @@ fn environment_overrides_with_fallback_prefix() {
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
         ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=secret,x-team=ml"),
         ("LENS_RUN_ID", "job-7"),
+        ("LENS_WASM_CACHE", "off"),
+        ("LENS_WASM_CACHE_DIR", "/scratch/cache"),
+        ("LENS_WASM_CACHE_MAX_MB", "512"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -106,6 +109,14 @@ fn environment_overrides_with_fallback_prefix() {
         Some("secret")
     );
     assert_eq!(cfg.run_id, "job-7");
+    assert_eq!(
+        cfg.wasm_cache,
+        lens::config::WasmCacheConfig {
+            enabled: false,
+            dir: Some("/scratch/cache".into()),
+            max_mb: 512,
+        }
+    );
 }
 
 #[test]
@@ -134,6 +145,18 @@ fn environment_errors_name_the_variable() {
         (
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon"),
             "invalid environment variable OTEL_EXPORTER_OTLP_PROTOCOL=\"carrier-pigeon\": expected unknown OTLP protocol `carrier-pigeon` (expected `grpc` or `http/protobuf`)",
+        ),
+        (
+            ("LENS_WASM_CACHE", "maybe"),
+            "invalid environment variable LENS_WASM_CACHE=\"maybe\": expected one of 1/true/yes/on or 0/false/no/off",
+        ),
+        (
+            ("LENS_WASM_CACHE_MAX_MB", "lots"),
+            "invalid environment variable LENS_WASM_CACHE_MAX_MB=\"lots\": expected a whole number of MiB, at least 1",
+        ),
+        (
+            ("LENS_WASM_CACHE_MAX_MB", "0"),
+            "invalid environment variable LENS_WASM_CACHE_MAX_MB=\"0\": expected a whole number of MiB, at least 1",
         ),
         (
             ("LENS_EXPORTER", "zipkin"),
