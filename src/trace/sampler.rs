@@ -26,7 +26,6 @@ impl RankAwareSampler {
     pub fn keeps(&self) -> bool {
         self.keep
     }
-
 }
 
 impl ShouldSample for RankAwareSampler {
