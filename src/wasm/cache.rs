@@ -180,6 +180,7 @@ impl ArtifactCache {
                 "wasm cache: cannot map {} ({mapped:#}), read instead",
                 path.display()
             );
+            // SAFETY: the same artefact as above, read instead of mapped.
             unsafe { Component::deserialize(engine, &bytes) }
         });
         match loaded {
