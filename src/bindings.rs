@@ -6,6 +6,8 @@
 wasmtime::component::bindgen!({
     path: "wit",
     world: "exporter",
+    // Guest calls are async so that one stuck in a host call can be cancelled (`wasm::instance`).
+    exports: { default: async },
 });
 
 pub(crate) use self::lens::exporter::types;

@@ -161,6 +161,22 @@ pub enum LoadError {
     /// The path is a directory.
     #[error("is a directory, not a .wasm component file")]
     IsDirectory,
+    /// The path is a FIFO, a device or a socket: reading it could block forever or never end.
+    #[error("is {kind}, not a regular file: refusing to read it")]
+    NotRegularFile {
+        /// `a FIFO`, `a character device`, `a block device`, `a socket`.
+        kind: &'static str,
+    },
+    /// The file is larger than the exporter's `max_file_mib`.
+    #[error(
+        "is {size} bytes, more than the limit of {limit} bytes (`max_file_mib`): refusing to read it"
+    )]
+    TooLarge {
+        /// The file's size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The file's SHA-256 is not the pinned one.
     #[error("sha256 is {actual}, but the config pins {pinned}: refusing to load it")]
     PinMismatch {

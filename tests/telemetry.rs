@@ -359,6 +359,13 @@ fn lens_reports_its_own_health_as_metrics() {
             (
                 vec![
                     "exporter=custom".to_string(),
+                    "outcome=dropped_disabled".to_string()
+                ],
+                0
+            ),
+            (
+                vec![
+                    "exporter=custom".to_string(),
                     "outcome=dropped_export_failed".to_string()
                 ],
                 e.dropped_export_failed

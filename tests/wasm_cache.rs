@@ -9,9 +9,16 @@ use std::time::Instant;
 use lens::config::{ExporterSpec, SignalConfig, WasmCacheConfig, WasmExporterSpec};
 use lens::wasm::cache::{ArtifactCache, shared};
 use lens::wasm::engine::engine;
-use lens::wasm::load;
+use lens::wasm::{LoadChecks, load};
 use lens::{LensConfig, Telemetry};
 use lens_test_support::pipeline::{T, no_env};
+
+fn pinned(sha256: &str) -> LoadChecks<'_> {
+    LoadChecks {
+        sha256_pin: Some(sha256),
+        ..Default::default()
+    }
+}
 
 fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
@@ -94,16 +101,18 @@ fn a_second_setup_is_served_from_the_process_cache() {
 fn a_file_rewritten_in_place_is_never_served_the_old_artefact() {
     let (_dir, cache, wasm) = recorder_in_fresh_cache();
     let engine = engine(false).unwrap();
-    let recorder = load(&wasm, None, engine, Some(&cache)).unwrap();
+    let recorder = load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
     assert_eq!(
-        load(&wasm, None, engine, Some(&cache)).unwrap().sha256,
+        load(&wasm, LoadChecks::default(), engine, Some(&cache))
+            .unwrap()
+            .sha256,
         recorder.sha256
     );
     assert_eq!((cache.stats().hits, cache.stats().misses), (1, 1));
 
     // Same path, different content: the file's identity changed, so it is read and hashed.
     std::fs::copy(lens_test_guests::HOSTILE, &wasm).unwrap();
-    let hostile = load(&wasm, None, engine, Some(&cache)).unwrap();
+    let hostile = load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
     assert_ne!(hostile.sha256, recorder.sha256);
     let expected = {
         use sha2::Digest;
@@ -114,7 +123,7 @@ fn a_file_rewritten_in_place_is_never_served_the_old_artefact() {
 
     // Back to the first content: its artefact is still there.
     std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
-    let again = load(&wasm, None, engine, Some(&cache)).unwrap();
+    let again = load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
     assert_eq!(again.sha256, recorder.sha256);
     assert_eq!((cache.stats().hits, cache.stats().misses), (2, 2));
 }
@@ -123,9 +132,11 @@ fn a_file_rewritten_in_place_is_never_served_the_old_artefact() {
 fn a_sha256_pin_is_checked_on_a_cache_hit_too() {
     let (_dir, cache, wasm) = recorder_in_fresh_cache();
     let engine = engine(false).unwrap();
-    let sha = load(&wasm, None, engine, Some(&cache)).unwrap().sha256;
+    let sha = load(&wasm, LoadChecks::default(), engine, Some(&cache))
+        .unwrap()
+        .sha256;
     let pin = "0".repeat(64);
-    let err = load(&wasm, Some(&pin), engine, Some(&cache))
+    let err = load(&wasm, pinned(&pin), engine, Some(&cache))
         .err()
         .expect("a wrong pin refuses the file");
     assert!(
@@ -136,24 +147,24 @@ fn a_sha256_pin_is_checked_on_a_cache_hit_too() {
         err.to_string(),
         format!("sha256 is {sha}, but the config pins {pin}: refusing to load it")
     );
-    assert!(load(&wasm, Some(&sha.to_uppercase()), engine, Some(&cache)).is_ok());
+    assert!(load(&wasm, pinned(&sha.to_uppercase()), engine, Some(&cache)).is_ok());
 }
 
 #[test]
 fn a_damaged_artefact_is_discarded_and_compiled_again() {
     let (_dir, cache, wasm) = recorder_in_fresh_cache();
     let engine = engine(false).unwrap();
-    load(&wasm, None, engine, Some(&cache)).unwrap();
+    load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
     let artefact = files(&cache.stats().directory, "cwasm").pop().unwrap();
     std::fs::write(&artefact, b"not a compiled component").unwrap();
-    let loaded = load(&wasm, None, engine, Some(&cache)).unwrap();
+    let loaded = load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
     assert!(loaded.imports.iter().any(|i| i.starts_with("wasi:")));
     assert_eq!((cache.stats().hits, cache.stats().misses), (0, 2));
     assert!(
         std::fs::metadata(&artefact).unwrap().len() > 1000,
         "rewritten"
     );
-    load(&wasm, None, engine, Some(&cache)).unwrap();
+    load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
     assert_eq!(cache.stats().hits, 1);
 }
 
@@ -171,7 +182,9 @@ fn the_cache_is_pruned_to_its_size_limit_oldest_first() {
     {
         let wasm = dir.path().join(format!("e{i}.wasm"));
         std::fs::copy(fixture, &wasm).unwrap();
-        last = load(&wasm, None, engine, Some(&cache)).unwrap().sha256;
+        last = load(&wasm, LoadChecks::default(), engine, Some(&cache))
+            .unwrap()
+            .sha256;
         assert_eq!(files(&cache_dir, "cwasm").len(), 1);
     }
     let kept = files(&cache_dir, "cwasm").pop().unwrap();
@@ -185,7 +198,11 @@ fn threads_storing_the_same_artefact_at_once_all_get_a_working_component() {
     let engine = engine(false).unwrap();
     std::thread::scope(|s| {
         let loads: Vec<_> = (0..4)
-            .map(|_| s.spawn(|| load(&wasm, None, engine, Some(&cache)).map(|l| l.sha256)))
+            .map(|_| {
+                s.spawn(|| {
+                    load(&wasm, LoadChecks::default(), engine, Some(&cache)).map(|l| l.sha256)
+                })
+            })
             .collect();
         let shas: Vec<String> = loads
             .into_iter()
@@ -204,6 +221,6 @@ fn threads_storing_the_same_artefact_at_once_all_get_a_working_component() {
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
     // What is on disk is a whole artefact: the next load maps it.
     let hits = cache.stats().hits;
-    load(&wasm, None, engine, Some(&cache)).unwrap();
+    load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
     assert_eq!(cache.stats().hits, hits + 1);
 }

@@ -4,9 +4,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use lens::config::{ExporterSpec, SetupFailurePolicy, SignalConfig};
+use lens::opentelemetry::trace::{Span, Tracer};
 use lens::opentelemetry_sdk::Resource;
 use lens::wasm::WasmSpanExporter;
 use lens::{LensConfig, LensError, Telemetry};
+use lens_test_support::pipeline::T;
 use lens_test_support::wasm::{HOSTILE, RECORDER, recorder_spec, spec};
 
 fn load_error(path: &Path, pin: Option<&str>) -> String {
@@ -142,5 +145,88 @@ fn a_config_naming_a_missing_wasm_exporter_fails_setup_with_its_name_and_path() 
     assert_eq!(
         err.to_string(),
         "wasm exporter `vendor` (exporters/vendor.wasm): file not found"
+    );
+}
+
+/// The hostile guest in `mode` as the only exporter of a rank, with its setup policy.
+fn rank_with(
+    mode: &[(&str, &str)],
+    policy: Option<SetupFailurePolicy>,
+) -> Result<lens::TelemetryHandle, LensError> {
+    let mut hostile = spec(HOSTILE, mode);
+    hostile.name = Some("hostile".into());
+    hostile.call_timeout_ms = Some(300);
+    hostile.on_setup_failure = policy;
+    let config = LensConfig {
+        run_id: "policy".into(),
+        metrics_enabled: false,
+        traces: SignalConfig {
+            exporters: vec![ExporterSpec::Wasm(hostile)],
+        },
+        ..Default::default()
+    };
+    Telemetry::builder(config)
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+}
+
+#[test]
+fn a_guest_failing_at_setup_is_disabled_by_default_and_the_rank_trains() {
+    for (mode, reason) in [
+        (
+            vec![("mode", "refuse-init")],
+            "init failed: init: this exporter refuses to start",
+        ),
+        (
+            vec![("mode", "noop"), ("init_sleep_ms", "5000")],
+            "`init` did not return within 300ms",
+        ),
+    ] {
+        let handle = rank_with(&mode, None).expect("the rank trains");
+        let tracer = handle.tracer("t");
+        for _ in 0..7 {
+            tracer.start("step").end();
+        }
+        handle.shutdown(T).unwrap();
+        let stats = handle.stats();
+        let e = stats.exporter("hostile").unwrap();
+        assert_eq!((e.received, e.exported, e.dropped_disabled), (7, 0, 7));
+        assert_eq!(e.dropped(), 7);
+        let why = e.disabled.as_deref().expect("the reason is kept");
+        assert!(why.contains(reason), "{why}");
+        assert!(why.contains("wasm exporter `hostile`"), "{why}");
+    }
+}
+
+#[test]
+fn with_on_setup_failure_fail_the_setup_fails() {
+    let err = rank_with(&[("mode", "refuse-init")], Some(SetupFailurePolicy::Fail)).unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("init failed: init: this exporter refuses to start"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_config_error_fails_setup_whatever_the_policy() {
+    let mut missing = spec("nowhere/exporter.wasm", &[]);
+    missing.on_setup_failure = Some(SetupFailurePolicy::Disable);
+    let config = LensConfig {
+        metrics_enabled: false,
+        traces: SignalConfig {
+            exporters: vec![ExporterSpec::Wasm(missing)],
+        },
+        ..Default::default()
+    };
+    let err = Telemetry::builder(config)
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "wasm exporter `exporter` (nowhere/exporter.wasm): file not found"
     );
 }

@@ -18,7 +18,7 @@ pub fn startup(builtin: &Path, dir: &Path, rows: &mut Vec<Row>) {
     ] {
         let ms = |cache| {
             let t = Instant::now();
-            lens::wasm::load(&path, None, engine, cache).unwrap();
+            lens::wasm::load(&path, Default::default(), engine, cache).unwrap();
             t.elapsed().as_secs_f64() * 1e3
         };
         let cold = ms(None);

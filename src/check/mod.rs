@@ -15,7 +15,9 @@ use crate::error::LensError;
 use crate::testing::spans;
 use crate::trace::ExporterStats;
 use crate::wasm::instance::{Job, Outcome, StartError};
-use crate::wasm::{HostInputs, WasmSpanExporter, cache, engine, load};
+use crate::wasm::{
+    DEFAULT_MAX_FILE_MIB, HostInputs, LoadChecks, WasmSpanExporter, cache, engine, load,
+};
 
 /// One conformance case and how it went.
 #[derive(Debug, Clone)]
@@ -104,8 +106,11 @@ fn load_report(
 ) -> Result<LoadReport, LensError> {
     let err = |source: crate::error::WasmSetupError| crate::wasm::setup_error(NAME, spec, source);
     let engine = engine::engine(spec.fuel_per_call.is_some()).map_err(err)?;
-    let load =
-        |cache| load(&spec.path, spec.sha256.as_deref(), engine, cache).map_err(|e| err(e.into()));
+    let checks = LoadChecks {
+        sha256_pin: spec.sha256.as_deref(),
+        max_bytes: spec.max_file_mib.unwrap_or(DEFAULT_MAX_FILE_MIB) << 20,
+    };
+    let load = |cache| load(&spec.path, checks, engine, cache).map_err(|e| err(e.into()));
     let cold = Instant::now();
     let loaded = load(None)?;
     let cold_compile = cold.elapsed();

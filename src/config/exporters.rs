@@ -223,8 +223,32 @@ pub struct WasmExporterSpec {
     pub fuel_per_call: Option<u64>,
     /// Forward the guest's stdout/stderr to the host log. Default `true`.
     pub forward_stdio: Option<bool>,
+    /// Largest `.wasm` file read, MiB; larger files are refused before they are read. Default
+    /// 256. Example: `max_file_mib = 64`.
+    pub max_file_mib: Option<u64>,
+    /// Bytes the guest may write into its writable pre-opens in all, MiB, over the life of the
+    /// exporter (every instance together); past it, writes fail with "no space left on device".
+    /// Default: no limit. Example: `max_write_mib = 1024`.
+    pub max_write_mib: Option<u64>,
+    /// What a failure at setup that is not the config's fault (the guest's `init` failing,
+    /// trapping or hanging) does: `disable` (default: the rank trains, the exporter's spans are
+    /// counted as dropped, and the health metrics and the summary say why) or `fail` (setup
+    /// fails). A missing or invalid file, a pin mismatch or a grant that cannot be given fail
+    /// setup whatever this says. Example: `on_setup_failure = "fail"`.
+    pub on_setup_failure: Option<SetupFailurePolicy>,
     /// Batch settings of this exporter.
     pub batch: BatchOverrides,
+}
+
+/// What a `.wasm` exporter failing at setup for a reason other than its configuration does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SetupFailurePolicy {
+    /// Setup fails (and the rank does not train).
+    Fail,
+    /// The exporter is disabled: the rank trains, its spans are counted as dropped.
+    #[default]
+    Disable,
 }
 
 impl WasmExporterSpec {
@@ -293,8 +317,15 @@ impl ExporterSpec {
             {
                 return Err(format!("`sha256` = {pin:?} is not 64 hex digits"));
             }
-            if w.memory_limit_mib == Some(0) || w.call_timeout_ms == Some(0) {
-                return Err("`memory_limit_mib` and `call_timeout_ms` must be positive".into());
+            for (key, value) in [
+                ("memory_limit_mib", w.memory_limit_mib),
+                ("call_timeout_ms", w.call_timeout_ms),
+                ("max_file_mib", w.max_file_mib),
+                ("max_write_mib", w.max_write_mib),
+            ] {
+                if value == Some(0) {
+                    return Err(format!("`{key}` must be positive"));
+                }
             }
         }
         Ok(())

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use exporters::{
-    BatchOverrides, EnvGrant, ExporterSpec, OtlpExporterSpec, OtlpProtocol, WasmExporterSpec,
-    WasmPreopen,
+    BatchOverrides, EnvGrant, ExporterSpec, OtlpExporterSpec, OtlpProtocol, SetupFailurePolicy,
+    WasmExporterSpec, WasmPreopen,
 };
 
 use crate::error::LensError;

@@ -10,16 +10,41 @@ use opentelemetry_sdk::metrics::PeriodicReader;
 use opentelemetry_sdk::trace::SpanProcessor;
 
 use crate::config::env::EnvSource;
-use crate::config::{ExporterSpec, LensConfig};
-use crate::error::LensError;
+use crate::config::{ExporterSpec, LensConfig, SetupFailurePolicy, WasmExporterSpec};
+use crate::error::{LensError, WasmSetupError};
 use crate::exporter::otlp::{self, OtlpSettings};
 use crate::exporter::{
     ConsoleMetricExporter, ConsoleSpanExporter, MetricExporterKind, NoopSpanExporter,
     OtlpMetricExporter, OtlpSpanExporter,
 };
 use crate::rank::RankInfo;
-use crate::trace::{BatchSpanProcessor, ExporterStats};
+use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExporterStats};
 use crate::wasm::{HostInputs, WasmSpanExporter};
+
+/// A wasm exporter that failed at setup: a failure of the guest's own (`init` refusing,
+/// faulting or hanging) disables it when its policy says so, and the rank trains; anything
+/// the config is to blame for fails setup.
+fn disable_or_fail(
+    spec: &WasmExporterSpec,
+    error: LensError,
+    stats: Arc<ExporterStats>,
+) -> Result<(Box<dyn SpanProcessor>, Arc<ExporterStats>), LensError> {
+    let guest_failed = matches!(
+        &error,
+        LensError::WasmLoad {
+            source: WasmSetupError::InitRefused(_) | WasmSetupError::Start { .. },
+            ..
+        }
+    );
+    if !guest_failed || spec.on_setup_failure.unwrap_or_default() == SetupFailurePolicy::Fail {
+        return Err(error);
+    }
+    log::warn!(
+        "{error}; the exporter is disabled (on_setup_failure = \"disable\"): its spans are counted as dropped"
+    );
+    let processor = DisabledSpanProcessor::new(stats.clone(), error.to_string());
+    Ok((Box::new(processor), stats))
+}
 
 /// What building exporters needs, shared across the entries of one installation.
 pub(crate) struct BuildContext<'a> {
@@ -82,9 +107,13 @@ impl<'a> BuildContext<'a> {
                     resource: &self.resource,
                     cache: &self.config.wasm_cache,
                 };
-                let exporter = WasmSpanExporter::build(name, w, &batch, &inputs, stats.clone())
-                    .map_err(|source| crate::wasm::setup_error(name, w, source))?;
-                BatchSpanProcessor::new(exporter, batch, stats.clone())
+                match WasmSpanExporter::build(name, w, &batch, &inputs, stats.clone()) {
+                    Ok(exporter) => BatchSpanProcessor::new(exporter, batch, stats.clone()),
+                    Err(source) => {
+                        let error = crate::wasm::setup_error(name, w, source);
+                        return disable_or_fail(w, error, stats);
+                    }
+                }
             }
         };
         Ok((Box::new(processor), stats))

@@ -8,6 +8,6 @@ mod stats;
 
 pub use fanout::TRUNCATED_ATTRIBUTE;
 pub(crate) use fanout::{FanOutCore, FanOutSpanProcessor};
-pub use processor::BatchSpanProcessor;
+pub use processor::{BatchSpanProcessor, DisabledSpanProcessor};
 pub use sampler::RankAwareSampler;
 pub use stats::{DeliveryStats, DropReason, ExporterSnapshot, ExporterStats};

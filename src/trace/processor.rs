@@ -373,3 +373,35 @@ fn export_one<E: SpanExporter>(
         .resolve(n as u64, result.is_ok(), started.elapsed())
         .then_some(result)
 }
+
+/// In place of an exporter disabled at setup: every span it would have got is counted as
+/// dropped (reason `disabled`), so the accounting still adds up.
+#[derive(Debug)]
+pub struct DisabledSpanProcessor {
+    stats: Arc<ExporterStats>,
+}
+
+impl DisabledSpanProcessor {
+    /// Records `reason` in `stats` and counts every span from now on as dropped.
+    pub fn new(stats: Arc<ExporterStats>, reason: String) -> Self {
+        stats.record_disabled(reason);
+        Self { stats }
+    }
+}
+
+impl SpanProcessor for DisabledSpanProcessor {
+    fn on_start(&self, _span: &mut Span, _cx: &Context) {}
+
+    fn on_end(&self, _span: SpanData) {
+        self.stats.record_received();
+        self.stats.record_dropped(DropReason::Disabled, 1);
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        Ok(())
+    }
+
+    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+        Ok(())
+    }
+}

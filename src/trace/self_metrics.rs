@@ -4,7 +4,8 @@
 //! | metric | attributes |
 //! |---|---|
 //! | `lens.spans.produced`, `lens.spans.truncated` | — |
-//! | `lens.exporter.spans` | `exporter`, `outcome` = `exported` / `dropped_queue_full` / `dropped_export_failed` / `dropped_shutdown` |
+//! | `lens.exporter.spans` | `exporter`, `outcome` = `exported` / `dropped_queue_full` / `dropped_export_failed` / `dropped_shutdown` / `dropped_disabled` |
+//! | `lens.exporter.disabled` (1 when disabled at setup) | `exporter`, `reason` |
 //! | `lens.exporter.batches` | `exporter`, `outcome` = `ok` / `failed` |
 //! | `lens.exporter.restarts`, `lens.exporter.guest_errors` | `exporter` |
 //! | `lens.exporter.traps` | `exporter`, `kind` |
@@ -96,6 +97,7 @@ fn exporter_counters(meter: &Meter, core: &Arc<FanOutCore>) -> Instruments {
                     ("dropped_queue_full", e.dropped_queue_full),
                     ("dropped_export_failed", e.dropped_export_failed),
                     ("dropped_shutdown", e.dropped_shutdown),
+                    ("dropped_disabled", e.dropped_disabled),
                 ] {
                     obs(v, vec![KeyValue::new("outcome", outcome)]);
                 }
@@ -135,9 +137,10 @@ fn exporter_counters(meter: &Meter, core: &Arc<FanOutCore>) -> Instruments {
     ]
 }
 
-/// `lens.exporter.memory.peak` and `lens.exporter.latency`.
+/// `lens.exporter.memory.peak`, `lens.exporter.latency` and `lens.exporter.disabled`.
 fn exporter_gauges(meter: &Meter, core: Arc<FanOutCore>) -> Instruments {
     let c = core.clone();
+    let c2 = core.clone();
     let memory = meter
         .u64_observable_gauge("lens.exporter.memory.peak")
         .with_description("Peak linear memory of a sandboxed exporter instance")
@@ -163,5 +166,16 @@ fn exporter_gauges(meter: &Meter, core: Arc<FanOutCore>) -> Instruments {
             }
         })
         .build();
-    vec![Box::new(memory), Box::new(latency)]
+    let disabled = meter
+        .u64_observable_gauge("lens.exporter.disabled")
+        .with_description("1 for an exporter disabled at setup, with the reason")
+        .with_callback(move |o| {
+            for e in c2.stats().exporters {
+                if let Some(reason) = &e.disabled {
+                    o.observe(1, &[exporter(&e), KeyValue::new("reason", reason.clone())]);
+                }
+            }
+        })
+        .build();
+    vec![Box::new(memory), Box::new(latency), Box::new(disabled)]
 }

@@ -16,6 +16,8 @@ pub enum DropReason {
     ExportFailed,
     /// Still queued or in flight when shutdown gave up, or ended after shutdown.
     Shutdown,
+    /// The exporter was disabled at setup (`on_setup_failure = "disable"`).
+    Disabled,
 }
 
 /// Live counters of one exporter (cheap atomics, updated by the processor).
@@ -27,6 +29,9 @@ pub struct ExporterStats {
     dropped_queue_full: AtomicU64,
     dropped_export_failed: AtomicU64,
     dropped_shutdown: AtomicU64,
+    dropped_disabled: AtomicU64,
+    /// Why the exporter was disabled at setup, if it was.
+    disabled: Mutex<Option<String>>,
     batches_exported: AtomicU64,
     batches_failed: AtomicU64,
     latency: LatencyHistogram,
@@ -46,6 +51,8 @@ impl ExporterStats {
             dropped_queue_full: AtomicU64::new(0),
             dropped_export_failed: AtomicU64::new(0),
             dropped_shutdown: AtomicU64::new(0),
+            dropped_disabled: AtomicU64::new(0),
+            disabled: Mutex::default(),
             batches_exported: AtomicU64::new(0),
             batches_failed: AtomicU64::new(0),
             latency: LatencyHistogram::default(),
@@ -76,7 +83,12 @@ impl ExporterStats {
             .or_default() += 1;
     }
 
-    /// A guest instance's linear memory reached `bytes`.
+    /// The exporter was disabled at setup, for `reason`.
+    pub(crate) fn record_disabled(&self, reason: String) {
+        *self.disabled.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
+    }
+
+    /// A guest instance's memories and tables reached `bytes` in all.
     pub(crate) fn record_memory(&self, bytes: u64) {
         self.peak_memory_bytes.fetch_max(bytes, Relaxed);
     }
@@ -95,6 +107,7 @@ impl ExporterStats {
             DropReason::QueueFull => &self.dropped_queue_full,
             DropReason::ExportFailed => &self.dropped_export_failed,
             DropReason::Shutdown => &self.dropped_shutdown,
+            DropReason::Disabled => &self.dropped_disabled,
         };
         counter.fetch_add(spans, Relaxed);
     }
@@ -119,6 +132,12 @@ impl ExporterStats {
             dropped_queue_full: self.dropped_queue_full.load(Relaxed),
             dropped_export_failed: self.dropped_export_failed.load(Relaxed),
             dropped_shutdown: self.dropped_shutdown.load(Relaxed),
+            dropped_disabled: self.dropped_disabled.load(Relaxed),
+            disabled: self
+                .disabled
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
             batches_exported: self.batches_exported.load(Relaxed),
             batches_failed: self.batches_failed.load(Relaxed),
             latency_p50: self.latency.quantile(0.50),
@@ -146,6 +165,10 @@ pub struct ExporterSnapshot {
     pub dropped_export_failed: u64,
     /// Spans lost to shutdown (timed out, or ended after it).
     pub dropped_shutdown: u64,
+    /// Spans dropped because the exporter was disabled at setup.
+    pub dropped_disabled: u64,
+    /// Why the exporter was disabled at setup (`on_setup_failure = "disable"`), if it was.
+    pub disabled: Option<String>,
     /// Successful export calls.
     pub batches_exported: u64,
     /// Failed export calls.
@@ -161,14 +184,17 @@ pub struct ExporterSnapshot {
     /// Sandboxed exporters: discarded instances by fault kind (`deadline`, `memory limit`,
     /// `unreachable`, …).
     pub traps: BTreeMap<FaultKind, u64>,
-    /// Sandboxed exporters: peak linear memory of an instance, bytes.
+    /// Sandboxed exporters: peak memory of an instance (all its memories and tables), bytes.
     pub peak_memory_bytes: u64,
 }
 
 impl ExporterSnapshot {
     /// All dropped spans.
     pub fn dropped(&self) -> u64 {
-        self.dropped_queue_full + self.dropped_export_failed + self.dropped_shutdown
+        self.dropped_queue_full
+            + self.dropped_export_failed
+            + self.dropped_shutdown
+            + self.dropped_disabled
     }
 
     /// Spans neither exported nor dropped yet: queued or in flight.

@@ -16,6 +16,11 @@ fn config(fuel: bool) -> Config {
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.consume_fuel(fuel);
+    // Features an exporter has no use for, off so that a module cannot use them to hold more
+    // than the memory cap accounts for simply: several memories in one module, 64-bit memories.
+    // (Every example guest builds without them; `docs/writing-an-exporter.md`, Limits.)
+    config.wasm_multi_memory(false);
+    config.wasm_memory64(false);
     config
 }
 

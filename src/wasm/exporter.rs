@@ -1,10 +1,9 @@
 //! [`WasmSpanExporter`]: a component behind the batch processor, as one or more lanes.
 //!
-//! Each lane holds one instance (the `instance` module), its fault count and its backoff. An
-//! export takes a free lane that is not backing off; after a fault (trap, deadline, lost worker)
-//! the lane's instance is discarded and the next batch gets a fresh one from the factory.
-//! Repeated faults back off exponentially (1 s → 30 s, reset after 10 s without one), counting
-//! spans as dropped rather than queueing them forever.
+//! Each lane holds one instance (the `instance` module) and its fault history (the `backoff`
+//! module). An export takes a free lane that is not backing off; after a fault (trap, deadline,
+//! lost worker) the lane's instance is discarded and the next batch gets a fresh one from the
+//! factory. Repeated faults back off, counting spans as dropped rather than queueing them.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
@@ -14,14 +13,10 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 
+use super::backoff::Backoff;
 use super::instance::{Fault, InstanceFactory, Job, Outcome, StartError, Worker};
 use crate::encoding::encoding_name;
 use crate::error::FaultKind;
-
-/// Faults closer together than this count as consecutive (and back off).
-pub const HEALTHY_PERIOD: Duration = Duration::from_secs(10);
-/// Longest backoff after repeated faults.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// One instance slot of the exporter.
 struct Lane {
@@ -30,9 +25,7 @@ struct Lane {
     worker: Option<Worker>,
     resource: Resource,
     started_once: bool,
-    consecutive_faults: u32,
-    last_fault: Option<Instant>,
-    backoff_until: Option<Instant>,
+    backoff: Backoff,
     shut_down: bool,
 }
 
@@ -67,9 +60,7 @@ impl WasmSpanExporter {
                 worker: None,
                 resource: resource.clone(),
                 started_once: false,
-                consecutive_faults: 0,
-                last_fault: None,
-                backoff_until: None,
+                backoff: Backoff::default(),
                 shut_down: false,
             })
         };
@@ -105,7 +96,7 @@ impl WasmSpanExporter {
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
                 Err(TryLockError::WouldBlock) => continue,
             };
-            if lane.backoff_until.is_none_or(|until| until <= now) {
+            if lane.backoff.remaining(now).is_none() {
                 return lane;
             }
             backing_off.get_or_insert(lane);
@@ -149,20 +140,7 @@ impl WasmSpanExporter {
     /// Records a fault: the instance is gone, and repeated faults back off.
     fn fault(&self, lane: &mut Lane, fault: Fault) -> OTelSdkError {
         lane.worker = None;
-        let now = Instant::now();
-        if lane
-            .last_fault
-            .is_none_or(|t| now.duration_since(t) > HEALTHY_PERIOD)
-        {
-            lane.consecutive_faults = 0;
-        }
-        lane.consecutive_faults += 1;
-        lane.last_fault = Some(now);
-        if lane.consecutive_faults >= 2 {
-            let exp = (lane.consecutive_faults - 2).min(5);
-            lane.backoff_until =
-                Some(now + (Duration::from_secs(1) * (1u32 << exp)).min(MAX_BACKOFF));
-        }
+        lane.backoff.fault(Instant::now());
         let Fault { kind, detail } = fault;
         log::warn!("wasm exporter `{}`: {kind}: {detail}", self.factory.name);
         let error = OTelSdkError::InternalFailure(format!(
@@ -175,17 +153,12 @@ impl WasmSpanExporter {
 
     /// Runs one job on the lane's instance, bounded by the call deadline.
     fn call(&self, lane: &mut Lane, job: Job) -> OTelSdkResult {
-        if let Some(until) = lane.backoff_until {
-            let now = Instant::now();
-            if now < until {
-                return Err(OTelSdkError::InternalFailure(format!(
-                    "wasm exporter `{}`: backing off for {:?} after {} consecutive faults",
-                    self.factory.name,
-                    until - now,
-                    lane.consecutive_faults
-                )));
-            }
-            lane.backoff_until = None;
+        if let Some(left) = lane.backoff.remaining(Instant::now()) {
+            return Err(OTelSdkError::InternalFailure(format!(
+                "wasm exporter `{}`: backing off for {left:?} after {} consecutive faults",
+                self.factory.name,
+                lane.backoff.consecutive()
+            )));
         }
         let outcome = match self.ensure_worker(lane) {
             Ok(worker) => worker.call(job),
@@ -236,7 +209,7 @@ impl SpanExporter for WasmSpanExporter {
             if lane.worker.is_none() {
                 continue;
             }
-            lane.backoff_until = None;
+            lane.backoff.lift();
             result = result.and(self.call(&mut lane, Job::Shutdown));
             lane.worker = None;
         }

@@ -1,14 +1,19 @@
 //! One guest instance on its own worker thread: started from the [`InstanceFactory`]
 //! (instantiate, `init`), then serving calls until a fault or shutdown.
 //!
-//! The worker owns the instance's `Store`. A caller hands it a [`Job`] and waits at most the
-//! call deadline plus a small grace: the epoch deadline stops a guest spinning in wasm, and the
-//! bounded wait covers a guest blocked inside a host call (which epochs cannot interrupt) — that
-//! worker is abandoned and traps as soon as it re-enters wasm. After a fault the instance is
-//! gone: a trapped instance can never be entered again, and its worker thread ends.
+//! The worker owns the instance's `Store` and a single-threaded tokio runtime; every guest call
+//! is an async wasmtime call bounded by the call deadline. Two things end a call that overruns:
+//! the epoch deadline traps a guest spinning in wasm, and the timeout drops the call's future
+//! when the guest is blocked inside a host call (a WASI sleep or poll, an HTTP request), which
+//! epochs cannot interrupt. Either way the call is a fault, and the worker then returns: its
+//! store, and with it every byte of the instance's memory, is freed at once. (A trapped
+//! instance can never be entered again anyway.) The caller's wait is bounded too, by the
+//! deadline plus a grace, in case a host function blocks without yielding.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use std::future::Future;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use opentelemetry_sdk::Resource;
@@ -16,7 +21,7 @@ use opentelemetry_sdk::trace::SpanData;
 use wasmtime::component::{Func, Instance};
 use wasmtime::{Engine, Store};
 
-use super::engine::ticks;
+use super::engine::{EPOCH_TICK, ticks};
 use super::load::EXPORT_NAME;
 use super::sandbox::{Grants, HostState, MemoryLimitExceeded};
 use crate::bindings::exports::lens::exporter::span_exporter::Guest;
@@ -32,8 +37,12 @@ use crate::trace::ExporterStats;
 pub const MAX_GUEST_ERROR: usize = 1024;
 /// In a setting value, replaced by the instance's number (0 up to `max_concurrent_exports`).
 pub const INSTANCE_PLACEHOLDER: &str = "{lens.instance}";
-/// Extra wait beyond the call deadline before a worker counts as stuck in a host call.
+/// Extra wait beyond the call deadline before the caller gives up on a worker that did not
+/// answer (a host function blocking without yielding); the worker's own timeout fires first.
 const GRACE: Duration = Duration::from_millis(250);
+/// The worker's timeout on a call comes this much after the epoch deadline, so that a guest
+/// spinning in wasm is reported as the trap it is.
+const TIMEOUT_SLACK: Duration = Duration::from_millis(2 * EPOCH_TICK.as_millis() as u64);
 
 /// What stopped an instance, and the host's or wasmtime's account of it.
 #[derive(Debug, Clone)]
@@ -70,6 +79,17 @@ pub(crate) enum Job {
     Export(Vec<SpanData>),
     Flush,
     Shutdown,
+}
+
+impl Job {
+    /// The guest function the job calls, as the WIT names it.
+    fn call_name(&self) -> &'static str {
+        match self {
+            Job::Export(_) => "export",
+            Job::Flush => "force-flush",
+            Job::Shutdown => "shutdown",
+        }
+    }
 }
 
 /// Why an instance did not start.
@@ -112,13 +132,14 @@ impl Worker {
                 "the worker thread is gone",
             ));
         }
-        rx.recv_timeout(self.call_timeout + GRACE)
+        rx.recv_timeout(self.call_timeout + TIMEOUT_SLACK + GRACE)
             .unwrap_or_else(|_| {
                 Outcome::Fault(Fault::new(
                     FaultKind::Deadline,
                     format!(
-                        "no answer within {:?} (blocked in a host call)",
-                        self.call_timeout
+                        "the worker did not answer within {:?} (a host call that does not \
+                         yield); its thread is abandoned",
+                        self.call_timeout + TIMEOUT_SLACK + GRACE
                     ),
                 ))
             })
@@ -197,7 +218,8 @@ impl InstanceFactory {
                     format!("cannot start a worker thread: {e}"),
                 ))
             })?;
-        match ready_rx.recv_timeout(self.call_timeout + GRACE) {
+        // Instantiation and `init` each have the call deadline.
+        match ready_rx.recv_timeout(2 * (self.call_timeout + TIMEOUT_SLACK) + GRACE) {
             Ok(Ok(())) => Ok(Worker {
                 jobs: jobs_tx,
                 call_timeout: self.call_timeout,
@@ -205,7 +227,8 @@ impl InstanceFactory {
             Ok(Err(e)) => Err(e),
             Err(_) => Err(StartError::Fault(Fault::new(
                 FaultKind::Deadline,
-                format!("instantiation took longer than {:?}", self.call_timeout),
+                "the worker did not answer while starting the instance (a host call that does \
+                 not yield); its thread is abandoned",
             ))),
         }
     }
@@ -220,15 +243,22 @@ impl InstanceFactory {
     ) {
         // Nothing the guest does on this thread is traced by Lens itself.
         let _suppress = opentelemetry::Context::enter_telemetry_suppressed_scope();
-        let (live, encoding) = match self.instantiate(resource, number) {
-            Ok((live, Ok(encoding))) => (live, encoding),
-            Ok((live, Err(msg))) => {
-                self.record_memory(&live.store);
-                let _ = ready.send(Err(StartError::Refused(truncate(msg, MAX_GUEST_ERROR))));
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                let fault =
+                    Fault::new(FaultKind::HostError, format!("cannot start a runtime: {e}"));
+                let _ = ready.send(Err(StartError::Fault(fault)));
                 return;
             }
+        };
+        let (live, encoding) = match self.instantiate(&rt, resource, number) {
+            Ok(started) => started,
             Err(e) => {
-                let _ = ready.send(Err(StartError::Fault(Fault::from_wasmtime(&e))));
+                let _ = ready.send(Err(e));
                 return;
             }
         };
@@ -236,39 +266,90 @@ impl InstanceFactory {
         if ready.send(Ok(())).is_err() {
             return; // the host gave up waiting
         }
-        self.serve(live, &BatchEncoder::new(encoding, resource), jobs);
+        self.serve(&rt, live, &BatchEncoder::new(encoding, resource), jobs);
+    }
+
+    /// Runs `call` on `rt` within the call deadline; a call still running then is dropped (and
+    /// with it whatever host call the guest is blocked in) and reported as `what` overrunning.
+    fn bounded<R>(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        what: &str,
+        call: impl Future<Output = wasmtime::Result<R>>,
+    ) -> Result<R, Fault> {
+        let limit = self.call_timeout + TIMEOUT_SLACK;
+        // The timer is created inside the runtime: it needs its time driver.
+        match rt.block_on(async { tokio::time::timeout(limit, call).await }) {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(Fault::from_wasmtime(&e)),
+            Err(_) => Err(Fault::new(
+                FaultKind::Deadline,
+                format!(
+                    "`{what}` did not return within {:?} (blocked in a host call); the call \
+                     was cancelled and the instance discarded",
+                    self.call_timeout
+                ),
+            )),
+        }
     }
 
     /// Instantiates the component in a fresh sandbox and calls `init`.
     fn instantiate(
         &self,
+        rt: &tokio::runtime::Runtime,
         resource: &Resource,
         number: usize,
-    ) -> wasmtime::Result<(Live, Result<Encoding, String>)> {
-        let mut store = Store::new(&self.engine, HostState::new(&self.grants)?);
+    ) -> Result<(Live, Encoding), StartError> {
+        let mut store = Store::new(
+            &self.engine,
+            HostState::new(&self.grants)
+                .map_err(|e| StartError::Fault(Fault::from_wasmtime(&e)))?,
+        );
         store.limiter(|s| &mut s.limiter);
         store.epoch_deadline_trap();
-        self.arm(&mut store)?;
-        let instance = self.pre.instance_pre().instantiate(&mut store)?;
-        let bindings = Exporter::new(&mut store, &instance)?;
-        let export = export_func(&instance, &mut store)?;
-        self.arm(&mut store)?;
-        let init = bindings.lens_exporter_span_exporter().call_init(
-            &mut store,
-            &self.settings(number),
-            &wit_resource(resource),
-        )?;
-        let live = Live {
-            store,
-            bindings,
-            export,
-        };
-        Ok((live, init))
+        let instantiated = self.bounded(rt, "instantiation", async {
+            self.arm(&mut store)?;
+            let instance = self
+                .pre
+                .instance_pre()
+                .instantiate_async(&mut store)
+                .await?;
+            let bindings = Exporter::new(&mut store, &instance)?;
+            let export = export_func(&instance, &mut store)?;
+            Ok((bindings, export))
+        });
+        let (bindings, export) = instantiated.map_err(StartError::Fault)?;
+        let init = self.bounded(rt, "init", async {
+            self.arm(&mut store)?;
+            bindings
+                .lens_exporter_span_exporter()
+                .call_init(&mut store, &self.settings(number), &wit_resource(resource))
+                .await
+        });
+        self.record_memory(&store);
+        match init {
+            Ok(Ok(encoding)) => Ok((
+                Live {
+                    store,
+                    bindings,
+                    export,
+                },
+                encoding,
+            )),
+            Ok(Err(msg)) => Err(StartError::Refused(truncate(msg, MAX_GUEST_ERROR))),
+            Err(fault) => Err(StartError::Fault(fault)),
+        }
     }
 
     /// Runs jobs until the host drops its sender (after `shutdown`, or when it replaces the
     /// instance) or a fault ends the instance.
-    fn serve(&self, live: Live, encoder: &BatchEncoder, jobs: Receiver<(Job, Sender<Outcome>)>) {
+    fn serve(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        live: Live,
+        encoder: &BatchEncoder,
+        jobs: Receiver<(Job, Sender<Outcome>)>,
+    ) {
         let Live {
             mut store,
             bindings,
@@ -276,21 +357,34 @@ impl InstanceFactory {
         } = live;
         let guest = bindings.lens_exporter_span_exporter();
         for (job, reply) in jobs {
-            let result = self.arm(&mut store).and_then(|()| match job {
-                Job::Export(batch) => Self::export(&mut store, export, guest, encoder, &batch),
-                Job::Flush => guest.call_force_flush(&mut store),
-                Job::Shutdown => guest.call_shutdown(&mut store),
+            let what = job.call_name();
+            let result = self.bounded(rt, what, async {
+                self.arm(&mut store)?;
+                match job {
+                    Job::Export(batch) => {
+                        Self::export(&mut store, export, guest, encoder, &batch).await
+                    }
+                    Job::Flush => guest.call_force_flush(&mut store).await,
+                    Job::Shutdown => guest.call_shutdown(&mut store).await,
+                }
             });
-            let outcome = self.outcome(&store, result);
+            self.record_memory(&store);
+            let outcome = match result {
+                Ok(Ok(())) => Outcome::Ok,
+                Ok(Err(msg)) => Outcome::GuestError(truncate(msg, MAX_GUEST_ERROR)),
+                Err(fault) => Outcome::Fault(fault),
+            };
             let fault = matches!(outcome, Outcome::Fault(_));
             let _ = reply.send(outcome);
             if fault {
-                return; // a trapped instance can never be entered again
+                // A trapped or cancelled instance can never be entered again: returning drops
+                // its store and frees its memory now.
+                return;
             }
         }
     }
 
-    fn export(
+    async fn export(
         store: &mut Store<HostState>,
         export: Func,
         guest: &Guest,
@@ -298,15 +392,17 @@ impl InstanceFactory {
         batch: &[SpanData],
     ) -> wasmtime::Result<Result<(), String>> {
         match encoder.encode(batch) {
-            EncodedBatch::Typed(typed) => export
-                .typed::<(&TypedBatchRef<'_>,), (Result<(), String>,)>(&*store)
-                .and_then(|f| f.call(&mut *store, (&typed,)))
-                .map(|(r,)| r),
-            EncodedBatch::TypedOwned(groups) => guest.call_export(store, &Batch::Typed(groups)),
-            EncodedBatch::OtlpProtobuf(bytes) => {
-                guest.call_export(store, &Batch::OtlpProtobuf(bytes))
+            EncodedBatch::Typed(typed) => {
+                let f = export.typed::<(&TypedBatchRef<'_>,), (Result<(), String>,)>(&*store)?;
+                f.call_async(&mut *store, (&typed,)).await.map(|(r,)| r)
             }
-            EncodedBatch::OtlpJson(text) => guest.call_export(store, &Batch::OtlpJson(text)),
+            EncodedBatch::TypedOwned(groups) => {
+                guest.call_export(store, &Batch::Typed(groups)).await
+            }
+            EncodedBatch::OtlpProtobuf(bytes) => {
+                guest.call_export(store, &Batch::OtlpProtobuf(bytes)).await
+            }
+            EncodedBatch::OtlpJson(text) => guest.call_export(store, &Batch::OtlpJson(text)).await,
         }
     }
 
@@ -321,19 +417,6 @@ impl InstanceFactory {
 
     fn record_memory(&self, store: &Store<HostState>) {
         self.stats.record_memory(store.data().limiter.peak as u64);
-    }
-
-    fn outcome(
-        &self,
-        store: &Store<HostState>,
-        r: wasmtime::Result<Result<(), String>>,
-    ) -> Outcome {
-        self.record_memory(store);
-        match r {
-            Ok(Ok(())) => Outcome::Ok,
-            Ok(Err(msg)) => Outcome::GuestError(truncate(msg, MAX_GUEST_ERROR)),
-            Err(e) => Outcome::Fault(Fault::from_wasmtime(&e)),
-        }
     }
 
     /// The settings passed to instance number `instance`: `{lens.instance}` in a value

@@ -62,11 +62,52 @@ fn check_pin(sha256: &str, pin: Option<&str>) -> Result<(), LoadError> {
     }
 }
 
+/// Default of `max_file_mib`: the largest `.wasm` file read (the Python and JavaScript example
+/// guests are under 20 MiB).
+pub const DEFAULT_MAX_FILE_MIB: u64 = 256;
+
+/// What a file must satisfy before it is compiled.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadChecks<'a> {
+    /// Refuse the file unless its SHA-256 (hex, any case) is this.
+    pub sha256_pin: Option<&'a str>,
+    /// Refuse files larger than this many bytes, before reading them.
+    pub max_bytes: u64,
+}
+
+impl Default for LoadChecks<'_> {
+    fn default() -> Self {
+        Self {
+            sha256_pin: None,
+            max_bytes: DEFAULT_MAX_FILE_MIB << 20,
+        }
+    }
+}
+
+/// What kind of file `meta` describes when it is neither a regular file nor a directory.
+fn special_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// Reads, checks and compiles `path` for `engine`, through `cache` (`None`: always compile,
-/// e.g. to measure a cold start), then links it against the host's interfaces.
+/// e.g. to measure a cold start), then links it against the host's interfaces. Only a regular
+/// file within the size limit is opened, and only a WebAssembly component's header lets it be
+/// read whole: a FIFO, a device or a huge file is refused at once.
 pub fn load(
     path: &Path,
-    sha256_pin: Option<&str>,
+    checks: LoadChecks<'_>,
     engine: &Engine,
     cache: Option<&ArtifactCache>,
 ) -> Result<LoadedComponent, LoadError> {
@@ -78,7 +119,18 @@ pub fn load(
     if meta.is_dir() {
         return Err(LoadError::IsDirectory);
     }
-    let (component, sha256) = compile(path, &meta, sha256_pin, engine, cache)?;
+    if !meta.is_file() {
+        return Err(LoadError::NotRegularFile {
+            kind: special_kind(&meta),
+        });
+    }
+    if meta.len() > checks.max_bytes {
+        return Err(LoadError::TooLarge {
+            size: meta.len(),
+            limit: checks.max_bytes,
+        });
+    }
+    let (component, sha256) = compile(path, &meta, checks, engine, cache)?;
     let imports: Vec<String> = component
         .component_type()
         .imports(engine)
@@ -100,13 +152,13 @@ pub fn load(
 fn compile(
     path: &Path,
     meta: &std::fs::Metadata,
-    sha256_pin: Option<&str>,
+    checks: LoadChecks<'_>,
     engine: &Engine,
     cache: Option<&ArtifactCache>,
 ) -> Result<(Component, String), LoadError> {
     let known = cache.and_then(|c| c.known_sha256(path, meta));
     if let Some(sha) = &known {
-        check_pin(sha, sha256_pin)?;
+        check_pin(sha, checks.sha256_pin)?;
     }
     if let Some(found) = cache
         .zip(known)
@@ -114,10 +166,9 @@ fn compile(
     {
         return Ok(found);
     }
-    let bytes = std::fs::read(path).map_err(LoadError::Unreadable)?;
+    let bytes = read_checked(path, checks.max_bytes)?;
     let sha256 = hex::encode(Sha256::digest(&bytes));
-    check_pin(&sha256, sha256_pin)?;
-    check_header(&bytes)?;
+    check_pin(&sha256, checks.sha256_pin)?;
     let invalid = |e: wasmtime::Error| LoadError::Invalid { source: e.into() };
     let component = match cache {
         Some(c) => match c.get(&sha256, engine) {
@@ -143,8 +194,8 @@ fn link(
 ) -> Result<ExporterPre<HostState>, LoadError> {
     let host_error = |e: wasmtime::Error| LoadError::Link { source: e.into() };
     let mut linker: Linker<HostState> = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(host_error)?;
-    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker).map_err(host_error)?;
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(host_error)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(host_error)?;
     let instance_pre = linker.instantiate_pre(component).map_err(|e| {
         let unknown: Vec<String> = imports
             .iter()
@@ -165,6 +216,30 @@ fn link(
             .collect();
         missing_export(exports, e)
     })
+}
+
+/// The file's bytes: its header first (nothing more is read from a file that is not a
+/// component), then the rest, never more than `max_bytes` even if the file grows meanwhile.
+fn read_checked(path: &Path, max_bytes: u64) -> Result<Vec<u8>, LoadError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(LoadError::Unreadable)?;
+    let mut reader = file.take(max_bytes.saturating_add(1));
+    let mut bytes = Vec::new();
+    (&mut reader)
+        .take(8)
+        .read_to_end(&mut bytes)
+        .map_err(LoadError::Unreadable)?;
+    check_header(&bytes)?;
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(LoadError::Unreadable)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(LoadError::TooLarge {
+            size: bytes.len() as u64,
+            limit: max_bytes,
+        });
+    }
+    Ok(bytes)
 }
 
 fn check_header(bytes: &[u8]) -> Result<(), LoadError> {

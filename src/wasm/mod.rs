@@ -14,6 +14,7 @@
 //! The host takes what it needs from the installation building it as a [`HostInputs`]; it
 //! never sees the rest of the configuration.
 
+pub(crate) mod backoff;
 pub mod builtin;
 pub mod cache;
 pub mod engine;
@@ -29,9 +30,10 @@ use std::time::Duration;
 
 use opentelemetry_sdk::Resource;
 
-pub use exporter::{HEALTHY_PERIOD, MAX_BACKOFF, WasmSpanExporter};
+pub use backoff::{FIRST_BACKOFF, HEALTHY_PERIOD, MAX_BACKOFF};
+pub use exporter::WasmSpanExporter;
 pub use instance::{INSTANCE_PLACEHOLDER, MAX_GUEST_ERROR};
-pub use load::{EXPORT_NAME, LoadedComponent, WORLD_NAME, load};
+pub use load::{DEFAULT_MAX_FILE_MIB, EXPORT_NAME, LoadChecks, LoadedComponent, WORLD_NAME, load};
 
 use crate::config::env::{EnvSource, ProcessEnv};
 use crate::config::{BatchConfig, WasmCacheConfig, WasmExporterSpec};
@@ -128,7 +130,11 @@ pub(crate) fn factory(
     let grants = grants(name, spec, inputs)?;
     let engine = engine::engine(spec.fuel_per_call.is_some())?;
     let cache = cache::shared(inputs.cache, inputs.env);
-    let loaded = load(&spec.path, spec.sha256.as_deref(), engine, cache)?;
+    let checks = LoadChecks {
+        sha256_pin: spec.sha256.as_deref(),
+        max_bytes: spec.max_file_mib.unwrap_or(DEFAULT_MAX_FILE_MIB) << 20,
+    };
+    let loaded = load(&spec.path, checks, engine, cache)?;
     log::debug!(
         "wasm exporter `{name}`: {} ({} bytes, sha256 {}) loaded in {:?}; imports: {}",
         loaded.path.display(),

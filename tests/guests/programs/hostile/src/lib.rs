@@ -62,6 +62,9 @@ impl Guest for Hostile {
         if s.mode == "refuse-init" {
             return Err("this exporter refuses to start".into());
         }
+        if let Some(ms) = get("init_sleep_ms").and_then(|v| v.parse().ok()) {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         match get("encoding").as_deref() {
             None | Some("typed") => Ok(Encoding::Typed),
             Some("otlp") => Ok(Encoding::OtlpProtobuf),
