@@ -363,3 +363,42 @@ fn demo_with_the_default_exporter_writes_nothing_on_non_exporting_ranks() {
         );
     }
 }
+
+#[test]
+fn a_rank_failing_setup_shows_the_reason_in_the_table() {
+    let text = "[[traces.exporters]]\nkind = \"wasm\"\npath = \"missing-exporter.wasm\"\n";
+    let (result, ranks) = demo_with_config(text, "2", "1", "5");
+    assert_eq!(result.status.code(), Some(1));
+    assert!(ranks.is_empty(), "no rank got as far as a summary");
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    for rank in ["0", "1"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{rank}  FAILED")))
+            .unwrap_or_else(|| panic!("no row for rank {rank}: {stdout}"));
+        assert!(
+            row.contains("crashed (exit status: 2): wasm exporter `missing-exporter`")
+                && row.ends_with("missing-exporter.wasm): file not found"),
+            "{row}"
+        );
+    }
+}
+
+#[test]
+fn an_exporter_disabled_at_setup_is_named_in_the_table_and_the_rank_trains() {
+    let text = format!(
+        "exporter = \"none\"\n[[traces.exporters]]\nkind = \"wasm\"\nname = \"picky\"\npath = \"{}\"\nsettings = {{ mode = \"refuse-init\" }}\n",
+        lens_test_guests::HOSTILE
+    );
+    let (result, ranks) = demo_with_config(&text, "1", "1", "5");
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert_eq!(result.status.code(), Some(0), "{stdout}");
+    assert_eq!(ranks.len(), 1);
+    assert_eq!(ranks[0]["exported"], 0);
+    assert!(ranks[0]["dropped"].as_u64().unwrap() > 0);
+    assert!(
+        stdout.contains("exporter `picky` disabled at setup: wasm exporter `picky`")
+            && stdout.contains("init failed: init: this exporter refuses to start"),
+        "{stdout}"
+    );
+}

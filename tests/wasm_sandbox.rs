@@ -145,3 +145,57 @@ fn guest_stdout_and_stderr_reach_the_log_prefixed_and_truncated() {
         "{logs:?}"
     );
 }
+
+#[test]
+fn control_characters_in_what_a_guest_says_are_escaped() {
+    let capture = capture_log();
+    let (e, _) = direct("escapes", &[]);
+    let err = export(&e, &["a"]).unwrap_err();
+    drop(e);
+    std::thread::sleep(Duration::from_millis(200));
+    let escaped = "\\u{1b}[31mred\\u{1b}[0m \\u{1b}]0;owned\\u{7} \\r\\n[WARN lens] all good";
+    assert!(err.ends_with(&format!("error says {escaped}")), "{err}");
+    // On stdout and stderr a newline ends a line: the forged line is logged as the guest's,
+    // with its prefix.
+    let prefix = "[wasm exporter `hostile-escapes` rank 0 stderr]";
+    let stderr = capture.matching_at(Some(log::Level::Warn), prefix);
+    assert_eq!(
+        stderr,
+        [
+            format!(
+                "{prefix} stderr says \\u{{1b}}[31mred\\u{{1b}}[0m \\u{{1b}}]0;owned\\u{{7}} \\r"
+            ),
+            format!("{prefix} [WARN lens] all good"),
+        ],
+        "the guest's stderr is logged at warn, escaped"
+    );
+    for line in capture.matching("escapes") {
+        assert!(
+            !line.contains('\u{1b}') && !line.contains('\n') && !line.contains('\r'),
+            "{line:?}"
+        );
+    }
+}
+
+#[test]
+fn a_huge_line_without_a_newline_reports_its_real_length() {
+    let capture = capture_log();
+    let mut s = spec(HOSTILE, &[("mode", "huge-stdout"), ("mib", "16")]);
+    s.call_timeout_ms = Some(30_000);
+    let (e, _) = WasmSpanExporter::from_config(
+        "hostile-huge-stdout",
+        &s,
+        &Resource::builder_empty().build(),
+    )
+    .unwrap();
+    export(&e, &["a"]).unwrap();
+    drop(e); // the partial line is emitted when the stream goes away
+    std::thread::sleep(Duration::from_millis(200));
+    let lines = capture.matching("`hostile-huge-stdout` rank 0 stdout] zzz");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].ends_with(&format!("… [{} more bytes]", 16 * (1 << 20) - 1000)),
+        "{}",
+        &lines[0][lines[0].len() - 40..]
+    );
+}

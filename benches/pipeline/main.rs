@@ -13,6 +13,7 @@ mod encoders;
 mod export;
 mod report;
 mod seed;
+mod soak;
 mod startup;
 
 use std::collections::HashMap;
@@ -117,15 +118,17 @@ struct Row {
     ratio: Option<(f64, &'static str)>,
 }
 
-/// What one run measures: `--quick` shrinks the loops; `--only SECTION` (app, export, seed,
-/// startup; repeatable) runs some sections and prints them without touching `docs/`;
-/// `--guest SUBSTRING` narrows the export section to matching rows; `--batches N` sets its
-/// number of batches (for profiling).
+/// What one run measures: `--quick` shrinks the loops; `--only SECTION` (app, export,
+/// encoders, seed, startup; repeatable) runs some sections and prints them without touching
+/// `docs/`; `--guest SUBSTRING` narrows the export section to matching rows; `--batches N` sets
+/// its number of batches (for profiling). `--only soak [--soak-s SECONDS]` runs the soak of a
+/// guest blocking in every call (never part of a full run).
 struct Opts {
     quick: bool,
     only: Vec<String>,
     guest: Option<String>,
     batches: Option<usize>,
+    soak_s: u64,
 }
 
 impl Opts {
@@ -144,11 +147,16 @@ impl Opts {
             .windows(2)
             .find(|w| w[0] == "--batches")
             .map(|w| w[1].parse().expect("--batches N"));
+        let soak_s = args
+            .windows(2)
+            .find(|w| w[0] == "--soak-s")
+            .map_or(180, |w| w[1].parse().expect("--soak-s SECONDS"));
         Self {
             quick: args.iter().any(|a| a == "--quick"),
             only,
             guest,
             batches,
+            soak_s,
         }
     }
 
@@ -189,6 +197,9 @@ fn main() {
     }
     if opts.wants("startup") {
         startup::startup(&builtin, dir, &mut rows);
+    }
+    if opts.only.iter().any(|s| s == "soak") {
+        soak::soak(&opts);
     }
     let mem = "Peak linear memory per exporter instance, MiB";
     rows.extend(memory.into_iter().map(|(name, bytes)| Row {

@@ -22,6 +22,7 @@ use wasmtime::component::{Func, Instance};
 use wasmtime::{Engine, Store};
 
 use super::engine::{EPOCH_TICK, ticks};
+use super::guest_output::shown;
 use super::load::EXPORT_NAME;
 use super::sandbox::{Grants, HostState, MemoryLimitExceeded};
 use crate::bindings::exports::lens::exporter::span_exporter::Guest;
@@ -33,7 +34,8 @@ use crate::encoding::{BatchEncoder, EncodedBatch};
 use crate::error::FaultKind;
 use crate::trace::ExporterStats;
 
-/// Longest guest error message kept (the rest is cut, with a note).
+/// Longest guest error message or fault detail kept (the rest is cut, with a note), before
+/// its control characters are escaped.
 pub const MAX_GUEST_ERROR: usize = 1024;
 /// In a setting value, replaced by the instance's number (0 up to `max_concurrent_exports`).
 pub const INSTANCE_PLACEHOLDER: &str = "{lens.instance}";
@@ -55,7 +57,7 @@ impl Fault {
     fn new(kind: FaultKind, detail: impl Into<String>) -> Self {
         Self {
             kind,
-            detail: truncate(detail.into(), MAX_GUEST_ERROR),
+            detail: shown(detail.into(), MAX_GUEST_ERROR),
         }
     }
 
@@ -152,20 +154,6 @@ struct Live {
     store: Store<HostState>,
     bindings: Exporter,
     export: Func,
-}
-
-/// Cuts `s` to `max` bytes (on a character boundary), noting how much was cut.
-pub(crate) fn truncate(mut s: String, max: usize) -> String {
-    if s.len() > max {
-        let total = s.len();
-        let mut cut = max;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
-        s.push_str(&format!("… [{} more bytes]", total - cut));
-    }
-    s
 }
 
 /// What stopped a guest, from wasmtime's error.
@@ -336,7 +324,7 @@ impl InstanceFactory {
                 },
                 encoding,
             )),
-            Ok(Err(msg)) => Err(StartError::Refused(truncate(msg, MAX_GUEST_ERROR))),
+            Ok(Err(msg)) => Err(StartError::Refused(shown(msg, MAX_GUEST_ERROR))),
             Err(fault) => Err(StartError::Fault(fault)),
         }
     }
@@ -371,7 +359,7 @@ impl InstanceFactory {
             self.record_memory(&store);
             let outcome = match result {
                 Ok(Ok(())) => Outcome::Ok,
-                Ok(Err(msg)) => Outcome::GuestError(truncate(msg, MAX_GUEST_ERROR)),
+                Ok(Err(msg)) => Outcome::GuestError(shown(msg, MAX_GUEST_ERROR)),
                 Err(fault) => Outcome::Fault(fault),
             };
             let fault = matches!(outcome, Outcome::Fault(_));

@@ -7,6 +7,8 @@
 //! - [`mod@load`]: validation of a `.wasm` file, with one [`LoadError`] per problem;
 //! - [`cache`]: compiled components on disk, mapped into memory on the next start;
 //! - [`sandbox`]: what a guest may touch (deny by default) and its memory cap;
+//! - [`guest_output`]: what a guest says (errors, stdout/stderr), escaped and cut before it is
+//!   shown;
 //! - [`builtin`]: the JSON-lines exporter embedded in the binary;
 //! - `instance`: one guest instance on its worker thread (start, serve calls);
 //! - [`exporter`]: [`WasmSpanExporter`], lanes of instances with fault backoff.
@@ -19,6 +21,7 @@ pub mod builtin;
 pub mod cache;
 pub mod engine;
 pub mod exporter;
+pub mod guest_output;
 pub(crate) mod instance;
 pub mod load;
 pub mod sandbox;
@@ -85,8 +88,8 @@ impl WasmSpanExporter {
     }
 
     /// Loads a `.wasm` exporter outside a telemetry installation (tests, benchmarks, tools):
-    /// the process environment for `from_host` grants and the cache, rank 0, default batch
-    /// settings. Errors name the exporter and the file.
+    /// the process environment for `from_host` grants, the cache and the batch defaults (with
+    /// the entry's own `batch` overrides), rank 0. Errors name the exporter and the file.
     pub fn from_config(
         name: &str,
         spec: &WasmExporterSpec,
@@ -100,7 +103,8 @@ impl WasmSpanExporter {
             cache: &config.wasm_cache,
         };
         let stats = Arc::new(ExporterStats::new(name));
-        let exporter = Self::build(name, spec, &config.batch, &inputs, stats.clone())
+        let batch = config.batch.with_overrides(&spec.batch);
+        let exporter = Self::build(name, spec, &batch, &inputs, stats.clone())
             .map_err(|source| setup_error(name, spec, source))?;
         Ok((exporter, stats))
     }
@@ -185,5 +189,6 @@ fn grants(
         forward_stdio: spec.forward_stdio.unwrap_or(true),
         memory_limit: (memory_mib as usize).saturating_mul(1 << 20),
         log_prefix: format!("wasm exporter `{name}` rank {}", inputs.rank).into(),
+        stderr_warnings: Arc::default(),
     })
 }

@@ -4,29 +4,23 @@
 //! - environment: only the `env` entries (explicit values, or named host variables);
 //! - network: no sockets at all; outbound HTTP through `wasi:http` to `allowed_hosts` only
 //!   (anything else gets `HttpRequestDenied` and is logged);
-//! - stdout/stderr: forwarded to the host log, prefixed and truncated;
+//! - stdout/stderr: forwarded to the host log, prefixed, escaped and cut (`guest_output`);
 //! - memory: every linear memory and table of an instance counted against one cap, and their
 //!   number capped too, by a `ResourceLimiter` that also records the peak.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
-use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
+use super::guest_output::{LogStream, MAX_LOG_BYTES_PER_INSTANCE, Stream, WarnBudget};
 use crate::config::EnvGrant;
 use crate::config::env::EnvSource;
 use crate::error::GrantError;
-
-/// Longest line of guest output forwarded to the log.
-pub const MAX_LOG_LINE: usize = 1000;
-/// Guest output forwarded per instance before the rest is dropped.
-pub const MAX_LOG_BYTES_PER_INSTANCE: u64 = 1 << 20;
 
 /// The grants of one exporter, resolved at setup (host variables read, paths checked).
 #[derive(Debug, Clone)]
@@ -43,6 +37,8 @@ pub struct Grants {
     pub memory_limit: usize,
     /// Prefix of forwarded log lines, e.g. `wasm exporter `vendor` rank 3`.
     pub log_prefix: Arc<str>,
+    /// The exporter's allowance of guest stderr lines logged at `warn` (all its instances).
+    pub stderr_warnings: Arc<WarnBudget>,
 }
 
 /// The store data of one guest instance.
@@ -93,14 +89,18 @@ impl HostState {
         }
         if grants.forward_stdio {
             let budget = Arc::new(AtomicU64::new(MAX_LOG_BYTES_PER_INSTANCE));
-            b.stdout(LogStream::new(
-                format!("{} stdout", grants.log_prefix),
-                budget.clone(),
-            ));
-            b.stderr(LogStream::new(
-                format!("{} stderr", grants.log_prefix),
-                budget,
-            ));
+            for (stream, name) in [(Stream::Stdout, "stdout"), (Stream::Stderr, "stderr")] {
+                let log = LogStream::new(
+                    format!("{} {name}", grants.log_prefix),
+                    stream,
+                    budget.clone(),
+                    grants.stderr_warnings.clone(),
+                );
+                match stream {
+                    Stream::Stdout => b.stdout(log),
+                    Stream::Stderr => b.stderr(log),
+                };
+            }
         }
         // No sockets: neither TCP, UDP nor name lookups (wasi:http does its own connections).
         b.allow_tcp(false)
@@ -279,8 +279,9 @@ impl WasiHttpHooks for HttpPolicy {
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         if !host_allowed(&self.allowed, &host, port) {
             log::warn!(
-                "{}: denied HTTP request to {host}:{port} (not in allowed_hosts)",
-                self.log_prefix
+                "{}: denied HTTP request to {}:{port} (not in allowed_hosts)",
+                self.log_prefix,
+                super::guest_output::escape(&host)
             );
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
@@ -293,112 +294,6 @@ impl WasiHttpHooks for HttpPolicy {
                 Box::new(io) as Box<dyn std::future::Future<Output = _> + Send>,
             ))
         })
-    }
-}
-
-/// Guest stdout/stderr as log lines: prefixed, each truncated to [`MAX_LOG_LINE`] bytes, and
-/// at most [`MAX_LOG_BYTES_PER_INSTANCE`] per instance.
-#[derive(Clone)]
-struct LogStream {
-    prefix: Arc<str>,
-    budget: Arc<AtomicU64>,
-    line: Vec<u8>,
-}
-
-impl LogStream {
-    fn new(prefix: String, budget: Arc<AtomicU64>) -> Self {
-        Self {
-            prefix: prefix.into(),
-            budget,
-            line: Vec::new(),
-        }
-    }
-
-    fn emit(&mut self) {
-        if self.line.is_empty() {
-            return;
-        }
-        let len = self.line.len();
-        let shown = String::from_utf8_lossy(&self.line[..len.min(MAX_LOG_LINE)]).into_owned();
-        let cut = len.saturating_sub(MAX_LOG_LINE);
-        let remaining = self.budget.fetch_sub(
-            (len as u64).min(self.budget.load(Ordering::Relaxed)),
-            Ordering::Relaxed,
-        );
-        if remaining > 0 {
-            if cut > 0 {
-                log::info!("[{}] {shown}… [{cut} more bytes]", self.prefix);
-            } else {
-                log::info!("[{}] {shown}", self.prefix);
-            }
-            if remaining <= len as u64 {
-                log::warn!(
-                    "[{}] output budget exhausted; further output is dropped",
-                    self.prefix
-                );
-            }
-        }
-        self.line.clear();
-    }
-
-    fn push(&mut self, bytes: &[u8]) {
-        for chunk in bytes.split_inclusive(|b| *b == b'\n') {
-            let newline = chunk.last() == Some(&b'\n');
-            let body = if newline {
-                &chunk[..chunk.len() - 1]
-            } else {
-                chunk
-            };
-            // Keep a little more than a line's worth to report the truncated length.
-            if self.line.len() < MAX_LOG_LINE * 4 {
-                self.line.extend_from_slice(body);
-            }
-            if newline {
-                self.emit();
-            }
-        }
-    }
-}
-
-impl Drop for LogStream {
-    fn drop(&mut self) {
-        self.emit();
-    }
-}
-
-impl IsTerminal for LogStream {
-    fn is_terminal(&self) -> bool {
-        false
-    }
-}
-
-impl StdoutStream for LogStream {
-    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
-        Box::new(tokio::io::sink())
-    }
-
-    fn p2_stream(&self) -> Box<dyn OutputStream> {
-        Box::new(LogStream::new(self.prefix.to_string(), self.budget.clone()))
-    }
-}
-
-#[async_trait::async_trait]
-impl Pollable for LogStream {
-    async fn ready(&mut self) {}
-}
-
-impl OutputStream for LogStream {
-    fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
-        self.push(&bytes);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> StreamResult<()> {
-        Ok(())
-    }
-
-    fn check_write(&mut self) -> StreamResult<usize> {
-        Ok(64 * 1024)
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use lens::LensConfig;
 use lens::wasm::builtin::write_jsonl_exporter;
+use lens::wasm::guest_output::escape;
 
 use super::{DemoArgs, RankMessage, RankSummary};
 use crate::cli::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
@@ -88,7 +89,8 @@ fn rank_command(args: &DemoArgs, rank: u32, run_id: &str, out: &Path, exe: &Path
         .env("WORLD_SIZE", args.ranks.to_string())
         .env("LOCAL_RANK", (rank % per_node).to_string())
         .env("LENS_RUN_ID", run_id)
-        .stdout(Stdio::piped());
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if let Some(c) = &args.config {
         cmd.arg("--config").arg(c);
     }
@@ -146,6 +148,22 @@ fn supervise(
         Ok(c) => c,
         Err(e) => return (rank, Err(format!("cannot start: {e}"))),
     };
+    // The rank's stderr (its log) is shown above the progress bars, each line prefixed with
+    // the rank; its last error line is kept for the table if the rank dies without a summary.
+    let stderr = child.stderr.take().map(|stderr| {
+        let bar = bar.clone();
+        std::thread::spawn(move || {
+            let mut last_error: Option<String> = None;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let line = escape(&line).into_owned();
+                if line.starts_with("error: ") || last_error.is_none() {
+                    last_error = Some(line.trim_start_matches("error: ").to_string());
+                }
+                bar.println(format!("[rank {rank}] {line}"));
+            }
+            last_error
+        })
+    });
     let mut summary = None;
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -161,11 +179,13 @@ fn supervise(
         }
     }
     let status = child.wait();
+    let last_error = stderr.and_then(|t| t.join().ok().flatten());
     bar.finish();
+    let reason = last_error.map(|e| format!(": {e}")).unwrap_or_default();
     match (summary, status) {
         (Some(s), _) => (rank, Ok(s)),
-        (None, Ok(st)) => (rank, Err(format!("crashed ({st})"))),
-        (None, Err(e)) => (rank, Err(format!("lost: {e}"))),
+        (None, Ok(st)) => (rank, Err(format!("crashed ({st}){reason}"))),
+        (None, Err(e)) => (rank, Err(format!("lost: {e}{reason}"))),
     }
 }
 
@@ -211,6 +231,9 @@ fn print_table(results: &[RankResult], out: &Path, elapsed: Duration) {
                         .map(|e| format!("  ERROR: {e}"))
                         .unwrap_or_default(),
                 );
+                for note in &s.notes {
+                    println!("      {note}");
+                }
             }
             Err(e) => println!("{rank:>4}  FAILED: {e}"),
         }

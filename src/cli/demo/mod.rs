@@ -80,6 +80,9 @@ pub struct RankSummary {
     pub latency_p99_us: u64,
     pub output: Option<String>,
     pub error: Option<String>,
+    /// What else the rank's exporters report (an exporter disabled at setup, and why).
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// Spans produced per second of the run.
     pub spans_per_second: f64,
     /// User + system CPU time of the rank process.

@@ -272,6 +272,14 @@ fn summary(
         latency_p99_us: max(|e| e.latency_p99),
         output: output.map(|p| p.display().to_string()),
         error: shutdown.err().map(|e| e.to_string()),
+        notes: stats
+            .exporters
+            .iter()
+            .filter_map(|e| {
+                let why = e.disabled.as_deref()?;
+                Some(format!("exporter `{}` disabled at setup: {why}", e.name))
+            })
+            .collect(),
         spans_per_second: stats.spans_produced as f64 / elapsed.max(1e-9),
         cpu_seconds: cpu_seconds(),
         max_rss_mib: max_rss,

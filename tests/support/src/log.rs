@@ -2,15 +2,18 @@
 
 use std::sync::Mutex;
 
-/// A logger keeping every record, for tests that read what guests print.
-pub struct CaptureLog(Mutex<Vec<String>>);
+/// A logger keeping every record (level and message), for tests that read what guests print.
+pub struct CaptureLog(Mutex<Vec<(::log::Level, String)>>);
 
 impl ::log::Log for CaptureLog {
     fn enabled(&self, _: &::log::Metadata<'_>) -> bool {
         true
     }
     fn log(&self, record: &::log::Record<'_>) {
-        self.0.lock().unwrap().push(record.args().to_string());
+        self.0
+            .lock()
+            .unwrap()
+            .push((record.level(), record.args().to_string()));
     }
     fn flush(&self) {}
 }
@@ -26,14 +29,19 @@ pub fn capture_log() -> &'static CaptureLog {
 }
 
 impl CaptureLog {
-    /// The records containing `needle`.
+    /// The messages containing `needle`.
     pub fn matching(&self, needle: &str) -> Vec<String> {
+        self.matching_at(None, needle)
+    }
+
+    /// The messages logged at `level` (any level: `None`) containing `needle`.
+    pub fn matching_at(&self, level: Option<::log::Level>, needle: &str) -> Vec<String> {
         self.0
             .lock()
             .unwrap()
             .iter()
-            .filter(|l| l.contains(needle))
-            .cloned()
+            .filter(|(l, m)| level.is_none_or(|level| *l == level) && m.contains(needle))
+            .map(|(_, m)| m.clone())
             .collect()
     }
 }

@@ -16,6 +16,19 @@ struct Settings {
     authority: String,
 }
 
+/// Memory held by `touch-and-sleep`.
+static HELD: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+/// Every setting `init` was given.
+static ALL: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+fn setting(key: &str) -> Option<String> {
+    ALL.lock()
+        .unwrap()
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+}
+
 static SETTINGS: Mutex<Settings> = Mutex::new(Settings {
     mode: String::new(),
     sleep_ms: 0,
@@ -54,6 +67,7 @@ impl Guest for Hostile {
                 .find(|(key, _)| key == k)
                 .map(|(_, v)| v.clone())
         };
+        *ALL.lock().unwrap() = settings.clone();
         let mut s = SETTINGS.lock().unwrap();
         s.mode = get("mode").ok_or("setting `mode` is required")?;
         s.sleep_ms = get("sleep_ms").and_then(|v| v.parse().ok()).unwrap_or(0);
@@ -121,12 +135,43 @@ impl Guest for Hostile {
                 std::thread::sleep(std::time::Duration::from_millis(sleep_ms));
                 Ok(())
             }
+            // Holds `touch_mib` MiB of touched memory, then blocks in a WASI sleep on every call:
+            // what an abandoned instance would keep alive.
+            "touch-and-sleep" => {
+                let mib = setting("touch_mib")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(48);
+                let mut held = HELD.lock().unwrap();
+                if held.is_empty() {
+                    *held = vec![1u8; mib << 20];
+                }
+                drop(held);
+                std::thread::sleep(std::time::Duration::from_millis(sleep_ms));
+                Ok(())
+            }
             "print" => {
                 println!("hello from the guest");
                 eprintln!("{}", "x".repeat(5000));
                 print!("no newline at the end");
                 // A reactor never exits, so nothing flushes Rust's line-buffered stdout for it.
                 std::io::Write::flush(&mut std::io::stdout()).map_err(|e| e.to_string())
+            }
+            // Text meant to fool a terminal or a log reader: colours, a window title, a
+            // carriage return, and a newline followed by a line that looks like Lens's own.
+            "escapes" => {
+                let forged = "\u{1b}[31mred\u{1b}[0m \u{1b}]0;owned\u{7} \r\n[WARN lens] all good";
+                eprintln!("stderr says {forged}");
+                Err(format!("error says {forged}"))
+            }
+            // `mib` MiB on stdout without a newline.
+            "huge-stdout" => {
+                let chunk = vec![b'z'; 1 << 20];
+                let mut out = std::io::stdout();
+                let mib = setting("mib").and_then(|v| v.parse().ok()).unwrap_or(100);
+                for _ in 0..mib {
+                    std::io::Write::write_all(&mut out, &chunk).map_err(|e| e.to_string())?;
+                }
+                std::io::Write::flush(&mut out).map_err(|e| e.to_string())
             }
             "read-file" => Err(format!(
                 "probe read /etc/passwd: {:?}",

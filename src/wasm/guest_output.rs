@@ -1,0 +1,288 @@
+//! What a guest says, made safe to show: its error messages, its trap details and its
+//! stdout/stderr lines reach logs and terminals only with control characters escaped (no ANSI
+//! colours or window titles, no line that looks like one of Lens's own), cut to a bounded
+//! length with the real number of bytes cut.
+//!
+//! Guest stdout goes to the log at `info`. Guest stderr is where a guest panics, so its first
+//! lines from each instance go to the log at `warn` (visible at the default level), rate-limited
+//! per exporter; the rest at `info`.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
+
+/// Longest line of guest output forwarded to the log, bytes.
+pub const MAX_LOG_LINE: usize = 1000;
+/// Guest output forwarded per instance before the rest is dropped, bytes.
+pub const MAX_LOG_BYTES_PER_INSTANCE: u64 = 1 << 20;
+/// Lines of each instance's stderr logged at `warn`; later ones go to `info`.
+pub const STDERR_WARN_LINES: usize = 10;
+/// At most this many `warn` lines of guest stderr per exporter per minute.
+pub const STDERR_WARN_PER_MINUTE: usize = 20;
+
+/// Whether `c` must not reach a terminal as itself: C0 and C1 controls and DEL (escape
+/// sequences, carriage returns, newlines that would forge log lines), and the Unicode format
+/// characters that reorder or hide text (bidirectional overrides and isolates).
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every unsafe character escaped (`\n`, `\r`, `\t`, else `\u{…}`), borrowed when
+/// there is none.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unsafe_char(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Cuts `s` to `max` bytes (on a character boundary), noting how many were cut.
+pub fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let total = s.len();
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push_str(&format!("… [{} more bytes]", total - cut));
+    }
+    s
+}
+
+/// What the host shows of a guest's text: cut to `max` bytes, then escaped.
+pub fn shown(text: String, max: usize) -> String {
+    let cut = truncate(text, max);
+    match escape(&cut) {
+        Cow::Borrowed(_) => cut,
+        Cow::Owned(escaped) => escaped,
+    }
+}
+
+/// The `warn` lines of one exporter's guest stderr in the current minute.
+#[derive(Debug)]
+pub struct WarnBudget {
+    window: Mutex<(Instant, usize)>,
+}
+
+impl Default for WarnBudget {
+    fn default() -> Self {
+        Self {
+            window: Mutex::new((Instant::now(), 0)),
+        }
+    }
+}
+
+impl WarnBudget {
+    /// Whether one more `warn` line fits in this minute.
+    fn take(&self) -> bool {
+        let mut w = self.window.lock().unwrap_or_else(|p| p.into_inner());
+        if w.0.elapsed() >= Duration::from_secs(60) {
+            *w = (Instant::now(), 0);
+        }
+        w.1 += 1;
+        w.1 <= STDERR_WARN_PER_MINUTE
+    }
+}
+
+/// Which of the guest's streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// stdout: logged at `info`.
+    Stdout,
+    /// stderr: its first lines at `warn`.
+    Stderr,
+}
+
+/// Guest stdout or stderr as log lines: prefixed, escaped, each cut at [`MAX_LOG_LINE`] bytes
+/// (with the real count of the rest), at most [`MAX_LOG_BYTES_PER_INSTANCE`] per instance.
+#[derive(Clone)]
+pub struct LogStream {
+    prefix: Arc<str>,
+    stream: Stream,
+    /// Bytes this instance may still log (stdout and stderr together).
+    budget: Arc<AtomicU64>,
+    warn_budget: Arc<WarnBudget>,
+    /// Lines of this stream logged so far (for the first lines of stderr at `warn`).
+    lines: usize,
+    /// The start of the current line (at most a line's worth is kept).
+    line: Vec<u8>,
+    /// Bytes of the current line, kept or not.
+    line_len: usize,
+}
+
+impl LogStream {
+    /// A stream logging under `prefix`, e.g. `wasm exporter `vendor` rank 3 stderr`.
+    pub fn new(
+        prefix: String,
+        stream: Stream,
+        budget: Arc<AtomicU64>,
+        warn_budget: Arc<WarnBudget>,
+    ) -> Self {
+        Self {
+            prefix: prefix.into(),
+            stream,
+            budget,
+            warn_budget,
+            lines: 0,
+            line: Vec::new(),
+            line_len: 0,
+        }
+    }
+
+    fn emit(&mut self) {
+        if self.line_len == 0 {
+            return;
+        }
+        let len = std::mem::take(&mut self.line_len);
+        let kept = String::from_utf8_lossy(&self.line).into_owned();
+        self.line.clear();
+        let remaining = self.budget.fetch_sub(
+            (len as u64).min(self.budget.load(Ordering::Relaxed)),
+            Ordering::Relaxed,
+        );
+        if remaining == 0 {
+            return;
+        }
+        let cut = len.saturating_sub(MAX_LOG_LINE);
+        let text = escape(&kept);
+        let more = if cut > 0 {
+            format!("… [{cut} more bytes]")
+        } else {
+            String::new()
+        };
+        self.lines += 1;
+        let warn = self.stream == Stream::Stderr
+            && self.lines <= STDERR_WARN_LINES
+            && self.warn_budget.take();
+        if warn {
+            log::warn!("[{}] {text}{more}", self.prefix);
+        } else {
+            log::info!("[{}] {text}{more}", self.prefix);
+        }
+        if remaining <= len as u64 {
+            log::warn!(
+                "[{}] output budget exhausted; further output is dropped",
+                self.prefix
+            );
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        for chunk in bytes.split_inclusive(|b| *b == b'\n') {
+            let newline = chunk.last() == Some(&b'\n');
+            let body = if newline {
+                &chunk[..chunk.len() - 1]
+            } else {
+                chunk
+            };
+            let room = MAX_LOG_LINE.saturating_sub(self.line.len());
+            self.line.extend_from_slice(&body[..body.len().min(room)]);
+            self.line_len += body.len();
+            if newline {
+                self.emit();
+            }
+        }
+    }
+}
+
+impl Drop for LogStream {
+    fn drop(&mut self) {
+        self.emit();
+    }
+}
+
+impl IsTerminal for LogStream {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for LogStream {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(tokio::io::sink())
+    }
+
+    fn p2_stream(&self) -> Box<dyn OutputStream> {
+        Box::new(LogStream::new(
+            self.prefix.to_string(),
+            self.stream,
+            self.budget.clone(),
+            self.warn_budget.clone(),
+        ))
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for LogStream {
+    async fn ready(&mut self) {}
+}
+
+impl OutputStream for LogStream {
+    fn write(&mut self, bytes: bytes::Bytes) -> StreamResult<()> {
+        self.push(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> StreamResult<usize> {
+        Ok(64 * 1024)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_and_reordering_characters_are_escaped() {
+        assert!(matches!(escape("plain ünïcødé ✓"), Cow::Borrowed(_)));
+        assert_eq!(
+            escape("\u{1b}[31mred\u{1b}[0m\u{1b}]0;title\u{7}"),
+            "\\u{1b}[31mred\\u{1b}[0m\\u{1b}]0;title\\u{7}"
+        );
+        assert_eq!(
+            escape("ok\n[2026-01-01T00:00:00Z WARN lens] forged\r\tx"),
+            "ok\\n[2026-01-01T00:00:00Z WARN lens] forged\\r\\tx"
+        );
+        assert_eq!(
+            escape("a\u{202e}b\u{7f}c\u{85}"),
+            "a\\u{202e}b\\u{7f}c\\u{85}"
+        );
+    }
+
+    #[test]
+    fn a_long_line_reports_the_bytes_it_did_not_show() {
+        let mut s = LogStream::new(
+            "t".into(),
+            Stream::Stdout,
+            Arc::new(AtomicU64::new(u64::MAX)),
+            Arc::default(),
+        );
+        s.push(&vec![b'x'; 5000]);
+        s.push(&vec![b'y'; 100_000]);
+        assert_eq!(s.line_len, 105_000);
+        assert_eq!(s.line.len(), MAX_LOG_LINE);
+    }
+}
