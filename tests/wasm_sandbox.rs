@@ -199,3 +199,47 @@ fn a_huge_line_without_a_newline_reports_its_real_length() {
         &lines[0][lines[0].len() - 40..]
     );
 }
+
+/// The hostile guest in `mode` writing into a fresh directory, with `max_write_mib`.
+fn fill(mode: &str, max_write_mib: Option<u64>) -> (String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = spec(HOSTILE, &[("mode", mode)]);
+    s.preopens = vec![lens::config::WasmPreopen {
+        host: dir.path().to_path_buf(),
+        guest: "/out".into(),
+        read_only: false,
+    }];
+    s.max_write_mib = max_write_mib;
+    s.call_timeout_ms = Some(30_000);
+    let (e, _) =
+        WasmSpanExporter::from_config(mode, &s, &Resource::builder_empty().build()).unwrap();
+    let err = export(&e, &["a"]).unwrap_err();
+    (err, dir)
+}
+
+#[test]
+fn writes_past_the_budget_fail_as_a_full_disk_would() {
+    for (mode, file) in [("disk-fill", "fill"), ("disk-fill-direct", "fill-direct")] {
+        let (err, dir) = fill(mode, Some(4));
+        let size = std::fs::metadata(dir.path().join(file)).unwrap().len();
+        assert_eq!(size, 4 << 20, "{mode}: {err}");
+        assert!(
+            err.contains(&format!("{} bytes, then:", 4 << 20)),
+            "{mode}: {err}"
+        );
+        // Through `descriptor.write` the guest sees `insufficient-space`; wasi-libc (under
+        // Rust's std) reports any failed stream write as EIO.
+        let full = if mode == "disk-fill" {
+            "I/O error"
+        } else {
+            "insufficient-space"
+        };
+        assert!(err.contains(full), "{mode}: {err}");
+    }
+    // Without a budget the same guest writes all it wants.
+    let (err, _dir) = fill("disk-fill", None);
+    assert!(
+        err.ends_with(&format!("{} bytes, no error", 64 << 20)),
+        "{err}"
+    );
+}

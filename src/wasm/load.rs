@@ -25,8 +25,10 @@ pub const EXPORT_NAME: &str = concat!("lens:exporter/span-exporter@", wit_versio
 /// The world exporters target, as `lens check` reports it.
 pub const WORLD_NAME: &str = concat!("lens:exporter/exporter@", wit_version!());
 
-/// Interface packages the host provides (WASI 0.2 and `wasi:http`; grants decide what works).
-const PROVIDED: [&str; 7] = [
+/// Interface packages the host provides (WASI 0.2 and `wasi:http`; grants decide what works),
+/// and the exporter's own types interface (types only: nothing to provide).
+const PROVIDED: [&str; 8] = [
+    "lens:exporter/types@",
     "wasi:io/",
     "wasi:clocks/",
     "wasi:random/",
@@ -196,6 +198,7 @@ fn link(
     let mut linker: Linker<HostState> = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(host_error)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(host_error)?;
+    super::quota::add_to_linker(&mut linker).map_err(host_error)?;
     let instance_pre = linker.instantiate_pre(component).map_err(|e| {
         let unknown: Vec<String> = imports
             .iter()

@@ -7,6 +7,7 @@
 //! - [`mod@load`]: validation of a `.wasm` file, with one [`LoadError`] per problem;
 //! - [`cache`]: compiled components on disk, mapped into memory on the next start;
 //! - [`sandbox`]: what a guest may touch (deny by default) and its memory cap;
+//! - [`quota`]: the write budget of writable pre-opens;
 //! - [`guest_output`]: what a guest says (errors, stdout/stderr), escaped and cut before it is
 //!   shown;
 //! - [`builtin`]: the JSON-lines exporter embedded in the binary;
@@ -24,6 +25,7 @@ pub mod exporter;
 pub mod guest_output;
 pub(crate) mod instance;
 pub mod load;
+pub mod quota;
 pub mod sandbox;
 #[cfg(all(test, feature = "hand-lowering"))]
 mod tests;
@@ -190,5 +192,8 @@ fn grants(
         memory_limit: (memory_mib as usize).saturating_mul(1 << 20),
         log_prefix: format!("wasm exporter `{name}` rank {}", inputs.rank).into(),
         stderr_warnings: Arc::default(),
+        write_budget: spec
+            .max_write_mib
+            .map(|mib| Arc::new(quota::WriteBudget::new(mib.saturating_mul(1 << 20)))),
     })
 }

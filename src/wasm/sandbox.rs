@@ -1,6 +1,7 @@
 //! What one guest instance may touch: deny by default, every grant explicit in the config.
 //!
-//! - files: only the `preopens` directories, read-only unless `read_only = false`;
+//! - files: only the `preopens` directories, read-only unless `read_only = false`, writes
+//!   within the exporter's `max_write_mib` (`quota`);
 //! - environment: only the `env` entries (explicit values, or named host variables);
 //! - network: no sockets at all; outbound HTTP through `wasi:http` to `allowed_hosts` only
 //!   (anything else gets `HttpRequestDenied` and is logged);
@@ -18,6 +19,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
 use super::guest_output::{LogStream, MAX_LOG_BYTES_PER_INSTANCE, Stream, WarnBudget};
+use super::quota::WriteBudget;
 use crate::config::EnvGrant;
 use crate::config::env::EnvSource;
 use crate::error::GrantError;
@@ -39,6 +41,8 @@ pub struct Grants {
     pub log_prefix: Arc<str>,
     /// The exporter's allowance of guest stderr lines logged at `warn` (all its instances).
     pub stderr_warnings: Arc<WarnBudget>,
+    /// Bytes its guests may still write into files (`max_write_mib`), shared by its instances.
+    pub write_budget: Option<Arc<WriteBudget>>,
 }
 
 /// The store data of one guest instance.
@@ -49,6 +53,8 @@ pub struct HostState {
     hooks: HttpPolicy,
     /// Memory cap and peak.
     pub limiter: MemoryLimiter,
+    /// The exporter's write budget, if it has one.
+    pub(super) write_budget: Option<Arc<WriteBudget>>,
 }
 
 impl WasiView for HostState {
@@ -115,6 +121,7 @@ impl HostState {
                 log_prefix: grants.log_prefix.clone(),
             },
             limiter: MemoryLimiter::new(grants.memory_limit),
+            write_budget: grants.write_budget.clone(),
         })
     }
 }

@@ -57,6 +57,51 @@ fn http_probe(authority: &str) -> String {
     }
 }
 
+fn fill_via_std() -> String {
+    use std::io::Write;
+    let mut file = match std::fs::File::create("/out/fill") {
+        Ok(f) => f,
+        Err(e) => return format!("probe fill: cannot create: {e}"),
+    };
+    let chunk = vec![b'f'; 1 << 20];
+    let mut written = 0;
+    for _ in 0..64 {
+        if let Err(e) = file.write_all(&chunk).and_then(|()| file.flush()) {
+            return format!("probe fill: {written} bytes, then: {e}");
+        }
+        written += chunk.len();
+    }
+    format!("probe fill: {written} bytes, no error")
+}
+
+fn fill_via_descriptor() -> String {
+    use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    let Some((dir, _)) = wasip2::filesystem::preopens::get_directories()
+        .into_iter()
+        .find(|(_, path)| path == "/out")
+    else {
+        return "probe fill-direct: no /out".into();
+    };
+    let file = match dir.open_at(
+        PathFlags::empty(),
+        "fill-direct",
+        OpenFlags::CREATE,
+        DescriptorFlags::WRITE,
+    ) {
+        Ok(f) => f,
+        Err(e) => return format!("probe fill-direct: cannot create: {e:?}"),
+    };
+    let chunk = vec![b'd'; 1 << 20];
+    let mut written = 0u64;
+    for _ in 0..64 {
+        match file.write(&chunk, written) {
+            Ok(n) => written += n,
+            Err(e) => return format!("probe fill-direct: {written} bytes, then: {e:?}"),
+        }
+    }
+    format!("probe fill-direct: {written} bytes, no error")
+}
+
 struct Hostile;
 
 impl Guest for Hostile {
@@ -173,6 +218,10 @@ impl Guest for Hostile {
                 }
                 std::io::Write::flush(&mut out).map_err(|e| e.to_string())
             }
+            // Writes 1 MiB at a time into /out/fill until a write fails (or 64 MiB).
+            "disk-fill" => Err(fill_via_std()),
+            // The same through `descriptor.write` directly.
+            "disk-fill-direct" => Err(fill_via_descriptor()),
             "read-file" => Err(format!(
                 "probe read /etc/passwd: {:?}",
                 std::fs::read_to_string("/etc/passwd").map(|s| s.len())
