@@ -224,3 +224,46 @@ fn threads_storing_the_same_artefact_at_once_all_get_a_working_component() {
     load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
     assert_eq!(cache.stats().hits, hits + 1);
 }
+
+#[test]
+fn a_directory_others_may_write_is_not_used() {
+    let capture = lens_test_support::log::capture_log();
+    let (dir, cache, wasm) = recorder_in_fresh_cache();
+    let loose = dir.path().join("c");
+    std::fs::create_dir(&loose).unwrap();
+    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let engine = engine(false).unwrap();
+    for _ in 0..2 {
+        load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
+    }
+    let stats = cache.stats();
+    assert_eq!((stats.hits, stats.misses), (0, 2), "{stats:?}");
+    assert!(files(&loose, "cwasm").is_empty(), "nothing written there");
+    let warnings = capture.matching(&format!("not using {}", loose.display()));
+    assert_eq!(warnings.len(), 1, "said once: {warnings:?}");
+    assert!(
+        warnings[0].contains("everyone may write it (mode 777)")
+            && warnings[0].contains("chmod go-w"),
+        "{}",
+        warnings[0]
+    );
+}
+
+#[test]
+fn an_artefact_others_may_write_is_compiled_again() {
+    let (_dir, cache, wasm) = recorder_in_fresh_cache();
+    let engine = engine(false).unwrap();
+    load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
+    let artefact = files(&cache.stats().directory, "cwasm").pop().unwrap();
+    let mode = std::fs::metadata(&artefact).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "artefacts are written private");
+    std::fs::set_permissions(&artefact, std::fs::Permissions::from_mode(0o666)).unwrap();
+    load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
+    let stats = cache.stats();
+    assert_eq!((stats.hits, stats.misses), (0, 2), "{stats:?}");
+    // Compiled again, and stored private again.
+    let mode = std::fs::metadata(&artefact).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
+    assert_eq!(cache.stats().hits, 1);
+}

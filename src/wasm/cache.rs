@@ -16,9 +16,14 @@
 //!   unprivileged process can set back), so the index can never hand out a stale SHA-256, and
 //!   a `sha256` pin in the config is still checked against the file's content.
 //!
-//! Artefacts are native code: the directory is created private to the user (0700), as it
-//! holds what this process will execute. It is pruned to `max_mb` (`LENS_WASM_CACHE_MAX_MB`,
-//! default 2048) after each new artefact, least recently used first.
+//! Artefacts are native code, run outside the sandbox: whoever can write the directory can run
+//! code in every rank that uses it. So, as ssh does with a loose key, the cache is used only if
+//! its directory (and its `index`) and each file read from it belong to this user and are not
+//! writable by the group or others; otherwise the exporter is compiled without the cache and a
+//! warning, once per directory, says how to fix it. The directory is created private (0700) and
+//! files are written 0600. A cache shared by the nodes of a job (a shared file system) must
+//! therefore belong to the user running the ranks. It is pruned to `max_mb`
+//! (`LENS_WASM_CACHE_MAX_MB`, default 2048) after each new artefact, least recently used first.
 
 use std::fs::{self, File};
 use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher};
@@ -42,6 +47,8 @@ pub struct ArtifactCache {
     max_bytes: u64,
     hits: AtomicUsize,
     misses: AtomicUsize,
+    /// Why the directory is not used, once checked (`None`: it is).
+    distrust: OnceLock<Option<String>>,
 }
 
 /// Hits and misses of the compilation cache so far, and where it lives.
@@ -119,7 +126,12 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         WRITES.fetch_add(1, Relaxed)
     ));
     let written = (|| {
-        let mut f = File::create(&tmp)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = File::options()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, path)
@@ -130,6 +142,39 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     written
 }
 
+/// Why a file or directory of the cache cannot be trusted to hold code this user will run:
+/// it belongs to another user, or its group or everyone may write it.
+pub fn untrusted(mode: u32, owner: u32, me: u32) -> Option<String> {
+    if owner != me {
+        return Some(format!(
+            "it belongs to uid {owner}, not to this user (uid {me})"
+        ));
+    }
+    if mode & 0o022 != 0 {
+        return Some(format!(
+            "its group or everyone may write it (mode {:o})",
+            mode & 0o7777
+        ));
+    }
+    None
+}
+
+/// [`untrusted`] for `path`: a directory through any symbolic link to it (a cache under a
+/// linked `~/.cache` is common), a file as itself (a link's mode is 0777: a planted link is
+/// refused). `None` when the path does not exist.
+fn untrusted_path(path: &Path, dir: bool) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = if dir {
+        fs::metadata(path)
+    } else {
+        fs::symlink_metadata(path)
+    }
+    .ok()?;
+    // SAFETY: `geteuid` has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    untrusted(meta.mode(), meta.uid(), me)
+}
+
 impl ArtifactCache {
     /// A cache in `dir`, pruned to `max_bytes`.
     pub fn new(dir: impl Into<PathBuf>, max_bytes: u64) -> Self {
@@ -138,6 +183,43 @@ impl ArtifactCache {
             max_bytes,
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
+            distrust: OnceLock::new(),
+        }
+    }
+
+    /// Whether the directory may be used: it does not exist yet (it will be created private),
+    /// or it and its `index` belong to this user and nobody else may write them. Checked once;
+    /// a refusal is logged once.
+    fn trusted(&self) -> bool {
+        let distrust = self.distrust.get_or_init(|| {
+            let why = [self.dir.clone(), self.dir.join("index")]
+                .iter()
+                .find_map(|p| untrusted_path(p, true).map(|why| (p.clone(), why)));
+            if let Some((path, why)) = &why {
+                log::warn!(
+                    "wasm cache: not using {}: {why}; compiled code there would run outside the \
+                     sandbox. Exporters are compiled on every start until it is fixed \
+                     (`chmod go-w {}` and owned by this user, or another `LENS_WASM_CACHE_DIR`)",
+                    path.display(),
+                    path.display()
+                );
+            }
+            why.map(|(_, why)| why)
+        });
+        distrust.is_none()
+    }
+
+    /// Whether a file of the cache may be read (see [`untrusted`]); a refusal is logged.
+    fn file_trusted(&self, path: &Path) -> bool {
+        match untrusted_path(path, false) {
+            None => true,
+            Some(why) => {
+                log::warn!(
+                    "wasm cache: not using {}: {why}; compiling instead",
+                    path.display()
+                );
+                false
+            }
         }
     }
 
@@ -157,8 +239,14 @@ impl ArtifactCache {
 
     /// The SHA-256 recorded for this exact file, if it was not modified since.
     pub(crate) fn known_sha256(&self, path: &Path, meta: &fs::Metadata) -> Option<String> {
-        let recorded =
-            fs::read_to_string(self.dir.join("index").join(stat_key(path, meta))).ok()?;
+        if !self.trusted() {
+            return None;
+        }
+        let entry = self.dir.join("index").join(stat_key(path, meta));
+        if !entry.is_file() || !self.file_trusted(&entry) {
+            return None;
+        }
+        let recorded = fs::read_to_string(entry).ok()?;
         let sha = recorded.trim();
         (sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then(|| sha.to_string())
     }
@@ -167,11 +255,12 @@ impl ArtifactCache {
     /// (an unusable artefact is removed, and the caller compiles again).
     pub(crate) fn get(&self, sha256: &str, engine: &Engine) -> Option<Component> {
         let path = self.artifact(sha256, engine);
-        if !path.is_file() {
+        if !self.trusted() || !path.is_file() || !self.file_trusted(&path) {
             return None;
         }
-        // SAFETY: the file was written by `store` from `Engine::precompile_component` for an
-        // engine with the same compatibility hash, into a directory private to this user;
+        // SAFETY: the file and its directory belong to this user and nobody else may write
+        // them (checked just above), so it was written by `store` from
+        // `Engine::precompile_component` for an engine with the same compatibility hash;
         // wasmtime checks its header and engine settings again before using it. Mapping can
         // fail where the directory is mounted `noexec`: then the bytes are read instead.
         let loaded = unsafe { Component::deserialize_file(engine, &path) }.or_else(|mapped| {
@@ -235,6 +324,9 @@ impl ArtifactCache {
         meta: &fs::Metadata,
     ) -> std::io::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
+        if !self.trusted() {
+            return Ok(()); // said once already; nothing is written there
+        }
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -254,8 +346,8 @@ impl ArtifactCache {
         sha256: &str,
     ) -> std::io::Result<()> {
         let index = self.dir.join("index");
-        if !index.is_dir() {
-            return Ok(()); // nothing compiled here yet
+        if !index.is_dir() || !self.trusted() {
+            return Ok(()); // nothing compiled here yet, or not a directory to write to
         }
         write_atomically(&index.join(stat_key(path, meta)), sha256.as_bytes())
     }
@@ -288,5 +380,29 @@ impl ArtifactCache {
                 log::debug!("wasm cache: pruned {}", path.display());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::untrusted;
+
+    #[test]
+    fn only_this_user_may_write_what_the_cache_runs() {
+        assert_eq!(untrusted(0o40700, 1000, 1000), None);
+        assert_eq!(untrusted(0o100600, 1000, 1000), None);
+        assert_eq!(untrusted(0o100644, 1000, 1000), None);
+        assert_eq!(
+            untrusted(0o40777, 1000, 1000).as_deref(),
+            Some("its group or everyone may write it (mode 777)")
+        );
+        assert_eq!(
+            untrusted(0o100620, 1000, 1000).as_deref(),
+            Some("its group or everyone may write it (mode 620)")
+        );
+        assert_eq!(
+            untrusted(0o40700, 0, 1000).as_deref(),
+            Some("it belongs to uid 0, not to this user (uid 1000)")
+        );
     }
 }
