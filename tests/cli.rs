@@ -402,3 +402,100 @@ fn an_exporter_disabled_at_setup_is_named_in_the_table_and_the_rank_trains() {
         "{stdout}"
     );
 }
+
+/// A value planted in every place a secret can be given.
+const PLANTED: &str = "s3cr3t-PLANTED-4242";
+
+#[test]
+fn a_planted_secret_is_printed_by_no_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let config = dir.path().join("lens.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"exporter = "none"
+[otlp]
+headers = {{ authorization = "Bearer {PLANTED}" }}
+
+[[traces.exporters]]
+kind = "otlp"
+endpoint = "http://user:{PLANTED}@127.0.0.1:9/v1/traces"
+protocol = "http/protobuf"
+headers = {{ x-api-key = "{PLANTED}" }}
+timeout_ms = 200
+
+[[traces.exporters]]
+kind = "wasm"
+name = "recorder"
+path = "{recorder}"
+env = {{ VENDOR_API_KEY = "{PLANTED}" }}
+settings = {{ api_key = "{PLANTED}", out = "/out/r.jsonl" }}
+preopens = [{{ host = "{out}", guest = "/out", read_only = false }}]
+"#,
+            recorder = lens_test_guests::RECORDER,
+            out = out.display()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let headers = format!("authorization=Bearer {PLANTED}");
+    let bad_headers = format!("authorization Bearer {PLANTED}");
+    let mut outputs = Vec::new();
+    let mut run = |what: &str, mut cmd: Command| {
+        let o = cmd.output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        outputs.push((what.to_string(), text));
+    };
+    let mut show = lens();
+    show.args(["config", "show", "--config", config])
+        .env("OTEL_EXPORTER_OTLP_HEADERS", &headers);
+    run("config show", show);
+    let mut validate = lens();
+    validate.args(["config", "validate", config]);
+    run("config validate", validate);
+    let mut bad = lens();
+    bad.args(["config", "show"])
+        .env("OTEL_EXPORTER_OTLP_HEADERS", &bad_headers);
+    run("config show, malformed headers", bad);
+    let mut d = demo(
+        &dir.path().join("demo"),
+        &[
+            "--ranks", "1", "--nodes", "1", "--steps", "3", "--config", config,
+        ],
+    );
+    d.env("OTEL_EXPORTER_OTLP_HEADERS", &headers)
+        .env("RUST_LOG", "debug");
+    run("demo", d);
+    let mut check = lens();
+    check
+        .args(["check", lens_test_guests::RECORDER])
+        .args(["--env", &format!("KEY={PLANTED}")])
+        .args(["--setting", &format!("api_key={PLANTED}")])
+        .args(["--setting", "out=/out/c.jsonl"])
+        .args(["--preopen", &format!("{}:/out:rw", out.display())]);
+    run("check", check);
+    for (what, text) in &outputs {
+        assert!(
+            !text.contains(PLANTED),
+            "{what} printed the secret:\n{text}"
+        );
+    }
+    let shown = &outputs[0].1;
+    // [otlp] authorization (the variable's overrides the file's), the URL's password, x-api-key,
+    // the env grant, the api_key setting.
+    assert_eq!(shown.matches("[REDACTED]").count(), 5, "{shown}");
+    assert!(
+        outputs[2]
+            .1
+            .contains("OTEL_EXPORTER_OTLP_HEADERS=\"[REDACTED]\"")
+    );
+    // Nor does a config's `Debug`.
+    let cfg = lens::LensConfig::from_file(config).unwrap();
+    assert!(!format!("{cfg:?}").contains(PLANTED));
+}

@@ -93,7 +93,10 @@ kind = "console"
             .max_queue_size,
         4096
     );
-    let again =
-        lens::LensConfig::from_toml_str(&cfg.to_toml(), &lens::config::ConfigSource::Code).unwrap();
+    let again = lens::LensConfig::from_toml_str(
+        &cfg.to_toml_with_secrets(),
+        &lens::config::ConfigSource::Code,
+    )
+    .unwrap();
     assert_eq!(cfg, again);
 }

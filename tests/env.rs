@@ -105,7 +105,7 @@ fn environment_overrides_with_fallback_prefix() {
         Some(lens::config::OtlpProtocol::HttpProtobuf)
     );
     assert_eq!(
-        cfg.otlp.headers.get("api-key").map(String::as_str),
+        cfg.otlp.headers.get("api-key").map(|s| s.expose()),
         Some("secret")
     );
     assert_eq!(cfg.run_id, "job-7");

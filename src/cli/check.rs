@@ -69,7 +69,7 @@ fn spec(args: &CheckArgs) -> Result<WasmExporterSpec, String> {
         env: args
             .env
             .iter()
-            .map(|s| pair(s, "--env").map(|(k, v)| (k, EnvGrant::Value(v))))
+            .map(|s| pair(s, "--env").map(|(k, v)| (k, EnvGrant::Value(v.into()))))
             .collect::<Result<_, _>>()?,
         preopens,
         allowed_hosts: args.allowed_hosts.clone(),

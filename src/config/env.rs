@@ -220,13 +220,13 @@ impl LensConfig {
         }
         if let Some((name, value)) = r.raw("OTEL_EXPORTER_OTLP_HEADERS") {
             for pair in value.split(',').filter(|p| !p.trim().is_empty()) {
+                // The value holds header values (credentials): the error never shows it.
                 let (k, v) = pair.split_once('=').ok_or_else(|| LensError::Env {
                     variable: name.clone(),
-                    value: value.clone(),
+                    value: super::secret::REDACTED.to_string(),
                     expected: "comma-separated key=value pairs".to_string(),
                 })?;
-                otlp.headers
-                    .insert(k.trim().to_string(), v.trim().to_string());
+                otlp.headers.insert(k.trim().to_string(), v.trim().into());
             }
         }
         Ok(())

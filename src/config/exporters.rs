@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::BatchConfig;
+use super::secret::{REDACTED, Secret, redact_url, secret_key};
 
 /// One exporter, tagged by `kind`.
 ///
@@ -80,7 +81,7 @@ impl std::str::FromStr for OtlpProtocol {
 /// headers = { authorization = "Bearer …" }
 /// timeout_ms = 10000
 /// ```
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OtlpExporterSpec {
     /// Display name in statistics and logs. Example: `name = "collector"`.
@@ -90,8 +91,9 @@ pub struct OtlpExporterSpec {
     pub endpoint: Option<String>,
     /// `grpc` or `http/protobuf`. Unset: `OTEL_EXPORTER_OTLP_PROTOCOL`, then `grpc`.
     pub protocol: Option<OtlpProtocol>,
-    /// Extra request headers (`OTEL_EXPORTER_OTLP_HEADERS` adds to them).
-    pub headers: BTreeMap<String, String>,
+    /// Extra request headers (`OTEL_EXPORTER_OTLP_HEADERS` adds to them). Their values are
+    /// secrets: never printed.
+    pub headers: BTreeMap<String, Secret>,
     /// Per-request timeout in milliseconds. Example: `timeout_ms = 10000`.
     pub timeout_ms: Option<u64>,
     /// Batch settings of this exporter. Example: `batch = { max_export_batch_size = 1024 }`.
@@ -124,8 +126,8 @@ pub struct BatchOverrides {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum EnvGrant {
-    /// An explicit value.
-    Value(String),
+    /// An explicit value (a secret: never printed).
+    Value(Secret),
     /// The value of a host variable (an error at setup when the host lacks it).
     FromHost {
         /// Name of the host variable.
@@ -142,7 +144,7 @@ impl<'de> Deserialize<'de> for EnvGrant {
                 f.write_str(r#"a string value or { from_host = "HOST_VARIABLE" }"#)
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<EnvGrant, E> {
-                Ok(EnvGrant::Value(v.to_string()))
+                Ok(EnvGrant::Value(v.into()))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
@@ -198,7 +200,7 @@ fn yes() -> bool {
 /// memory_limit_mib = 128
 /// call_timeout_ms = 2000
 /// ```
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WasmExporterSpec {
     /// Display name in statistics and logs; default: the file stem.
@@ -250,6 +252,52 @@ pub enum SetupFailurePolicy {
     #[default]
     Disable,
 }
+
+impl OtlpExporterSpec {
+    /// This entry with its secrets (header values, the endpoint's password) `[REDACTED]`.
+    pub fn redacted(&self) -> Self {
+        let mut o = self.clone();
+        o.headers.values_mut().for_each(|v| *v = REDACTED.into());
+        if let Some(e) = &mut o.endpoint {
+            *e = redact_url(e).into_owned();
+        }
+        o
+    }
+}
+
+impl WasmExporterSpec {
+    /// This entry with its secrets (explicit `env` values, credential-named `settings`)
+    /// `[REDACTED]`.
+    pub fn redacted(&self) -> Self {
+        let mut w = self.clone();
+        for grant in w.env.values_mut() {
+            if let EnvGrant::Value(v) = grant {
+                *v = REDACTED.into();
+            }
+        }
+        for (k, v) in w.settings.iter_mut() {
+            if secret_key(k) {
+                *v = REDACTED.to_string();
+            }
+        }
+        w
+    }
+}
+
+/// `Debug` of an entry holding secrets: its redacted form, as JSON.
+macro_rules! debug_redacted {
+    ($ty:ident) => {
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let json = serde_json::to_string(&self.redacted()).map_err(|_| std::fmt::Error)?;
+                write!(f, "{} {json}", stringify!($ty))
+            }
+        }
+    };
+}
+
+debug_redacted!(OtlpExporterSpec);
+debug_redacted!(WasmExporterSpec);
 
 impl WasmExporterSpec {
     pub(crate) fn resolve_relative_paths(&mut self, base: &Path) {

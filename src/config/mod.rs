@@ -6,6 +6,7 @@
 
 pub mod env;
 mod exporters;
+pub mod secret;
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,7 @@ pub use exporters::{
     BatchOverrides, EnvGrant, ExporterSpec, OtlpExporterSpec, OtlpProtocol, SetupFailurePolicy,
     WasmExporterSpec, WasmPreopen,
 };
+pub use secret::Secret;
 
 use crate::error::LensError;
 
@@ -379,9 +381,35 @@ impl LensConfig {
         }
     }
 
-    /// The effective config as TOML (what `lens config show` prints).
+    /// The effective config as TOML, every secret (header values, explicit `env` values,
+    /// credential-named `settings`, URL passwords) written `[REDACTED]`: what `lens config show`
+    /// prints, safe for logs.
     pub fn to_toml(&self) -> String {
+        self.redacted().to_toml_with_secrets()
+    }
+
+    /// The effective config as TOML, secrets included (it parses back into the same config).
+    pub fn to_toml_with_secrets(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+    }
+
+    /// This config with every secret replaced by `[REDACTED]`.
+    pub fn redacted(&self) -> Self {
+        let mut c = self.clone();
+        c.otlp = c.otlp.redacted();
+        for spec in c
+            .traces
+            .exporters
+            .iter_mut()
+            .chain(&mut c.metrics.exporters)
+        {
+            match spec {
+                ExporterSpec::Otlp(o) => *o = o.redacted(),
+                ExporterSpec::Wasm(w) => *w = w.redacted(),
+                ExporterSpec::Console(_) | ExporterSpec::None(_) => {}
+            }
+        }
+        c
     }
 }
 

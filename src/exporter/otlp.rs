@@ -32,7 +32,8 @@ pub(crate) fn grpc_runtime() -> Result<Arc<tokio::runtime::Runtime>, LensError> 
 }
 
 /// Effective settings of one OTLP exporter: its own, then the `[otlp]` defaults, then `OTEL_*`.
-#[derive(Debug, Clone)]
+/// (No `Debug`: the header values are credentials.)
+#[derive(Clone)]
 pub(crate) struct OtlpSettings {
     pub protocol: OtlpProtocol,
     pub endpoint: String,
@@ -53,8 +54,10 @@ impl OtlpSettings {
             .clone()
             .or_else(|| defaults.endpoint.clone())
             .unwrap_or_else(|| otlp_endpoint(env, protocol, signal));
-        let mut headers: HashMap<String, String> = defaults.headers.clone().into_iter().collect();
-        headers.extend(spec.headers.clone());
+        let mut headers: HashMap<String, String> = HashMap::new();
+        for (k, v) in defaults.headers.iter().chain(&spec.headers) {
+            headers.insert(k.clone(), v.expose().to_string());
+        }
         let timeout =
             Duration::from_millis(spec.timeout_ms.or(defaults.timeout_ms).unwrap_or(10_000));
         Self {
@@ -86,7 +89,11 @@ macro_rules! build_otlp {
         let err = |e: crate::error::BoxError| {
             LensError::exporter(
                 $name,
-                format!("{} ({})", s.endpoint, protocol_name(s.protocol)),
+                format!(
+                    "{} ({})",
+                    crate::config::secret::redact_url(&s.endpoint),
+                    protocol_name(s.protocol)
+                ),
                 e,
             )
         };

@@ -311,7 +311,7 @@ pub fn resolve_env(
 ) -> Result<Vec<(String, String)>, GrantError> {
     env.iter()
         .map(|(name, grant)| match grant {
-            EnvGrant::Value(v) => Ok((name.clone(), v.clone())),
+            EnvGrant::Value(v) => Ok((name.clone(), v.expose().to_string())),
             EnvGrant::FromHost { from_host } => host
                 .get(from_host)
                 .map(|v| (name.clone(), v))
