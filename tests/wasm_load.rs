@@ -230,3 +230,61 @@ fn a_config_error_fails_setup_whatever_the_policy() {
         "wasm exporter `exporter` (nowhere/exporter.wasm): file not found"
     );
 }
+
+#[test]
+fn a_disabled_exporter_shows_in_the_health_metrics() {
+    use lens::opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+    let reader = lens::InMemoryMetricReader::new();
+    let mut hostile = spec(HOSTILE, &[("mode", "refuse-init")]);
+    hostile.name = Some("hostile".into());
+    let config = LensConfig {
+        run_id: "policy".into(),
+        traces: SignalConfig {
+            exporters: vec![ExporterSpec::Wasm(hostile)],
+        },
+        ..Default::default()
+    };
+    let handle = Telemetry::builder(config)
+        .metric_reader(reader.clone())
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap();
+    handle.tracer("t").start("step").end();
+    let data = reader.get_metrics_data().unwrap();
+    let metric = |name: &str| {
+        data.scope_metrics()
+            .flat_map(|s| s.metrics())
+            .find(|m| m.name() == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .data()
+            .clone()
+    };
+    let AggregatedMetrics::U64(MetricData::Gauge(disabled)) = metric("lens.exporter.disabled")
+    else {
+        panic!("lens.exporter.disabled is a u64 gauge")
+    };
+    let point = disabled.data_points().next().unwrap();
+    assert_eq!(point.value(), 1);
+    let reason = point
+        .attributes()
+        .find(|kv| kv.key.as_str() == "reason")
+        .map(|kv| kv.value.to_string())
+        .unwrap();
+    assert!(
+        reason.ends_with("this exporter refuses to start"),
+        "{reason}"
+    );
+    let AggregatedMetrics::U64(MetricData::Sum(spans)) = metric("lens.exporter.spans") else {
+        panic!("lens.exporter.spans is a u64 sum")
+    };
+    let dropped_disabled = spans
+        .data_points()
+        .find(|p| {
+            p.attributes()
+                .any(|kv| kv.key.as_str() == "outcome" && kv.value.as_str() == "dropped_disabled")
+        })
+        .unwrap();
+    assert_eq!(dropped_disabled.value(), 1);
+    handle.shutdown(T).unwrap();
+}
