@@ -40,6 +40,17 @@ pub fn otlp_json_batch(batch: &[SpanData], resource: &Resource) -> String {
     otlp_json::encode(batch, &otlp_json::JsonResource::new(resource))
 }
 
+/// A number field of `/proc/self/status` (`VmRSS`, `VmHWM` in KiB, `Threads`, …); 0 where
+/// there is none (not Linux). For the demo's and the benchmarks' resource figures.
+pub fn process_status(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The oracle: keeps every span it is given, in order. Clones share the spans. Unlike the SDK's
 /// `InMemorySpanExporter` it keeps them across shutdown, so a test can compare after it.
 #[derive(Debug, Clone, Default)]

@@ -2,17 +2,15 @@
 //! memory limit, panics, huge errors and fuel each fail their batch only; instances are rebuilt,
 //! repeated faults back off, every span is counted, and the health metrics say what happened.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use lens::config::{ExporterSpec, SignalConfig};
 use lens::opentelemetry::trace::{Span, Tracer};
 use lens::opentelemetry_sdk::Resource;
 use lens::testing::RecordingSpanExporter;
 use lens::wasm::WasmSpanExporter;
-use lens::{FaultKind, LensConfig, Telemetry, TelemetryHandle};
+use lens::{FaultKind, TelemetryHandle};
 use lens_test_support::pipeline::T;
-use lens_test_support::wasm::{HOSTILE, direct, export, install, spec};
+use lens_test_support::wasm::{HOSTILE, direct, export, install, install_alone, spec};
 
 #[test]
 fn infinite_loop_hits_the_deadline_and_the_instance_is_rebuilt() {
@@ -170,19 +168,7 @@ fn guest_health_is_reported_as_lens_metrics() {
     let reader = lens::InMemoryMetricReader::new();
     let mut hostile = spec(HOSTILE, &[("mode", "panic-on-boom")]);
     hostile.name = Some("hostile".into());
-    let config = LensConfig {
-        run_id: "m".into(),
-        traces: SignalConfig {
-            exporters: vec![ExporterSpec::Wasm(hostile)],
-        },
-        ..Default::default()
-    };
-    let handle = Telemetry::builder(config)
-        .metric_reader(reader.clone())
-        .env(HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
-        .unwrap();
+    let handle = install_alone(hostile, Some(&reader)).unwrap();
     let tracer = handle.tracer("t");
     tracer.start("boom").end();
     let _ = handle.force_flush(T);

@@ -4,13 +4,13 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use lens::config::{ExporterSpec, SetupFailurePolicy, SignalConfig};
+use lens::config::SetupFailurePolicy;
 use lens::opentelemetry::trace::{Span, Tracer};
 use lens::opentelemetry_sdk::Resource;
 use lens::wasm::WasmSpanExporter;
 use lens::{LensConfig, LensError, Telemetry};
 use lens_test_support::pipeline::T;
-use lens_test_support::wasm::{HOSTILE, RECORDER, recorder_spec, spec};
+use lens_test_support::wasm::{HOSTILE, RECORDER, install_alone, recorder_spec, spec};
 
 fn load_error(path: &Path, pin: Option<&str>) -> String {
     let mut s = spec(path.to_str().unwrap(), &[]);
@@ -157,18 +157,7 @@ fn rank_with(
     hostile.name = Some("hostile".into());
     hostile.call_timeout_ms = Some(300);
     hostile.on_setup_failure = policy;
-    let config = LensConfig {
-        run_id: "policy".into(),
-        metrics_enabled: false,
-        traces: SignalConfig {
-            exporters: vec![ExporterSpec::Wasm(hostile)],
-        },
-        ..Default::default()
-    };
-    Telemetry::builder(config)
-        .env(HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
+    install_alone(hostile, None)
 }
 
 #[test]
@@ -213,18 +202,7 @@ fn with_on_setup_failure_fail_the_setup_fails() {
 fn a_config_error_fails_setup_whatever_the_policy() {
     let mut missing = spec("nowhere/exporter.wasm", &[]);
     missing.on_setup_failure = Some(SetupFailurePolicy::Disable);
-    let config = LensConfig {
-        metrics_enabled: false,
-        traces: SignalConfig {
-            exporters: vec![ExporterSpec::Wasm(missing)],
-        },
-        ..Default::default()
-    };
-    let err = Telemetry::builder(config)
-        .env(HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
-        .unwrap_err();
+    let err = install_alone(missing, None).unwrap_err();
     assert_eq!(
         err.to_string(),
         "wasm exporter `exporter` (nowhere/exporter.wasm): file not found"
@@ -237,19 +215,7 @@ fn a_disabled_exporter_shows_in_the_health_metrics() {
     let reader = lens::InMemoryMetricReader::new();
     let mut hostile = spec(HOSTILE, &[("mode", "refuse-init")]);
     hostile.name = Some("hostile".into());
-    let config = LensConfig {
-        run_id: "policy".into(),
-        traces: SignalConfig {
-            exporters: vec![ExporterSpec::Wasm(hostile)],
-        },
-        ..Default::default()
-    };
-    let handle = Telemetry::builder(config)
-        .metric_reader(reader.clone())
-        .env(HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
-        .unwrap();
+    let handle = install_alone(hostile, Some(&reader)).unwrap();
     handle.tracer("t").start("step").end();
     let data = reader.get_metrics_data().unwrap();
     let metric = |name: &str| {
@@ -258,7 +224,6 @@ fn a_disabled_exporter_shows_in_the_health_metrics() {
             .find(|m| m.name() == name)
             .unwrap_or_else(|| panic!("no {name}"))
             .data()
-            .clone()
     };
     let AggregatedMetrics::U64(MetricData::Gauge(disabled)) = metric("lens.exporter.disabled")
     else {

@@ -13,16 +13,11 @@ use crate::{Opts, noop_spec};
 
 /// `VmRSS` (MiB) and `Threads` of this process.
 fn rss_and_threads() -> (f64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (field("VmRSS:") / 1024.0, field("Threads:") as u64)
+    use lens::testing::process_status;
+    (
+        process_status("VmRSS") as f64 / 1024.0,
+        process_status("Threads"),
+    )
 }
 
 /// Section `soak`: prints one line per sample.

@@ -23,17 +23,8 @@ fn emit(msg: &RankMessage) {
 
 /// `(resident, peak resident)` MiB of this process, from /proc (0 elsewhere).
 fn rss_mib() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .unwrap_or(0.0)
-            / 1024.0
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    let mib = |field| lens::testing::process_status(field) as f64 / 1024.0;
+    (mib("VmRSS"), mib("VmHWM"))
 }
 
 /// User + system CPU seconds of this process, from /proc (0 elsewhere).

@@ -71,6 +71,29 @@ pub fn install(
     (handle, oracle)
 }
 
+/// Rank 0 of 1 whose only span exporter is `spec`: its metrics go to `reader` when given (and
+/// are off otherwise).
+pub fn install_alone(
+    spec: WasmExporterSpec,
+    reader: Option<&lens::InMemoryMetricReader>,
+) -> Result<TelemetryHandle, lens::LensError> {
+    let config = LensConfig {
+        run_id: "alone".into(),
+        metrics_enabled: reader.is_some(),
+        traces: SignalConfig {
+            exporters: vec![ExporterSpec::Wasm(spec)],
+        },
+        ..Default::default()
+    };
+    let mut builder = Telemetry::builder(config)
+        .env(HashMap::<String, String>::new())
+        .install_global(false);
+    if let Some(reader) = reader {
+        builder = builder.metric_reader(reader.clone());
+    }
+    builder.install()
+}
+
 /// The JSON lines of a file.
 pub fn lines(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
