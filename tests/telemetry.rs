@@ -85,6 +85,10 @@ fn seed_in_memory_span_exporter_and_metric_reader() {
     handle.shutdown(T).unwrap(); // idempotent
 }
 
+fn exporter_names(handle: &lens::TelemetryHandle) -> Vec<String> {
+    handle.stats().exporters.into_iter().map(|e| e.name).collect()
+}
+
 #[test]
 fn injected_exporter_replaces_only_its_own_signal() {
     // Traces from the injected exporter, metrics from the config's console exporter.
@@ -94,12 +98,7 @@ fn injected_exporter_replaces_only_its_own_signal() {
     let handle = Telemetry::builder(cfg.clone())
         .span_exporter(spans.clone())
         .local();
-    let names: Vec<_> = handle
-        .stats()
-        .exporters
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
+    let names = exporter_names(&handle);
     assert_eq!(
         names,
         ["custom"],
@@ -112,12 +111,7 @@ fn injected_exporter_replaces_only_its_own_signal() {
     let handle = Telemetry::builder(cfg)
         .metric_reader(reader.clone())
         .local();
-    let names: Vec<_> = handle
-        .stats()
-        .exporters
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
+    let names = exporter_names(&handle);
     assert_eq!(names, ["console"]);
     handle.meter("m").u64_counter("c").build().add(1, &[]);
     let data = reader.get_metrics_data().unwrap();
