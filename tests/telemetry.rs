@@ -86,7 +86,12 @@ fn seed_in_memory_span_exporter_and_metric_reader() {
 }
 
 fn exporter_names(handle: &lens::TelemetryHandle) -> Vec<String> {
-    handle.stats().exporters.into_iter().map(|e| e.name).collect()
+    handle
+        .stats()
+        .exporters
+        .into_iter()
+        .map(|e| e.name)
+        .collect()
 }
 
 #[test]
