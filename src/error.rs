@@ -138,14 +138,6 @@ pub enum RankError {
         /// The world size.
         world_size: u32,
     },
-    /// `single_rank` names a rank the job does not have.
-    #[error("export_rank {export_rank} is outside world_size {world_size}")]
-    ExportRankOutsideWorld {
-        /// The configured rank.
-        export_rank: i64,
-        /// The world size.
-        world_size: u32,
-    },
 }
 
 /// What is wrong with a `.wasm` file: one variant per check [`crate::wasm::load()`] makes, each

@@ -1,8 +1,8 @@
 //! # Lens
 //!
 //! OpenTelemetry for multi-rank ML training jobs, with custom span exporters running as
-//! sandboxed WebAssembly components. The Rust counterpart of NeMo Lens: the export decisions
-//! agree bit for bit.
+//! sandboxed WebAssembly components. The Rust counterpart of NeMo Lens: its defaults, environment,
+//! export decisions and resource, checked against the real package (`tests/parity/`).
 //!
 //! ```text
 //!  rank process
@@ -31,7 +31,8 @@
 //! |---|---|---|
 //! | [`config`] | the TOML shape, defaults, validation, environment overrides | `error` |
 //! | [`rank`], [`strategy`], [`resource`] | who this rank is, whether it exports, what its signals carry | `config` |
-//! | [`trace`] | rank-aware sampler, fan-out (open spans), Lens's batch processor, delivery statistics, health metrics | `config`, `strategy` |
+//! | [`trace`] | Lens's tracer (open spans, the launcher's trace), rank-aware sampler, fan-out, Lens's batch processor, delivery statistics, health metrics | `config`, `strategy` |
+//! | [`propagation`] | the W3C propagator, `inject_context`/`extract_context`, the launcher's `TRACEPARENT` | `config` |
 //! | `encoding` | how a batch reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
 //! | [`exporter`] | the native exporters: OTLP, console, none | `config`, `encoding` |
 //! | [`wasm`] | the sandbox host: engine, load, cache, grants, instances, lanes with backoff | `config`, `trace`, `encoding`, `bindings` |
@@ -63,6 +64,7 @@ mod error;
 pub mod exporter;
 mod metrics;
 pub(crate) mod pipeline;
+pub mod propagation;
 pub mod rank;
 pub mod resource;
 pub mod strategy;

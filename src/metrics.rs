@@ -12,7 +12,8 @@ use opentelemetry_sdk::metrics::{InstrumentKind, ManualReader, Pipeline, Tempora
 ///
 /// ```
 /// let reader = lens::InMemoryMetricReader::new();
-/// let handle = lens::Telemetry::builder(lens::LensConfig { exporter: "none".into(), ..Default::default() })
+/// let config = lens::LensConfig { enabled: true, exporter: "none".into(), ..Default::default() };
+/// let handle = lens::Telemetry::builder(config)
 ///     .rank(0).world_size(1).metric_reader(reader.clone()).install_global(false).install().unwrap();
 /// handle.meter("demo").u64_counter("steps").build().add(3, &[]);
 /// let data = reader.get_metrics_data().unwrap();

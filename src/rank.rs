@@ -1,22 +1,23 @@
 //! Who this process is in the job: rank, world size, local rank, from the launcher's environment.
 
 use crate::config::env::EnvSource;
+use crate::config::python;
 use crate::error::{LensError, RankError};
 
 /// The identity of one rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RankInfo {
-    /// Global rank, `0..world_size`.
+    /// Global rank, normally `0..world_size`.
     pub rank: u32,
     /// Number of ranks in the job.
     pub world_size: u32,
-    /// Rank on this node (`LOCAL_RANK`, `SLURM_LOCALID`); missing means 0.
+    /// Rank on this node: `LOCAL_RANK` (as NeMo Lens reads it, `SLURM_LOCALID` is not used);
+    /// missing means 0.
     pub local_rank: u32,
 }
 
 const RANK_VARS: [&str; 2] = ["RANK", "SLURM_PROCID"];
 const WORLD_VARS: [&str; 2] = ["WORLD_SIZE", "SLURM_NTASKS"];
-const LOCAL_VARS: [&str; 2] = ["LOCAL_RANK", "SLURM_LOCALID"];
 
 fn first_number(env: &dyn EnvSource, names: &[&str]) -> Result<Option<u32>, LensError> {
     for name in names {
@@ -35,9 +36,27 @@ fn first_number(env: &dyn EnvSource, names: &[&str]) -> Result<Option<u32>, Lens
     Ok(None)
 }
 
+/// `LOCAL_RANK` read with Python's `int()`, as NeMo Lens's `first_rank_per_node` reads it:
+/// unset means 0; a value `int()` rejects is an error naming the variable.
+pub fn local_rank_from_env(env: &dyn EnvSource) -> Result<i64, LensError> {
+    match env.get("LOCAL_RANK") {
+        None => Ok(0),
+        Some(v) => python::int(&v).ok_or_else(|| LensError::Env {
+            variable: "LOCAL_RANK".to_string(),
+            value: v,
+            expected: "an integer".to_string(),
+        }),
+    }
+}
+
 impl RankInfo {
-    /// Rank and world size as given, else from `RANK`/`WORLD_SIZE`/`LOCAL_RANK`, then
-    /// `SLURM_PROCID`/`SLURM_NTASKS`/`SLURM_LOCALID`, else rank 0 of 1.
+    /// Rank and world size as given, else from `RANK`/`WORLD_SIZE`, then
+    /// `SLURM_PROCID`/`SLURM_NTASKS`, else rank 0 of 1; the local rank from `LOCAL_RANK`.
+    ///
+    /// A rank outside the world is accepted with a warning, as NeMo Lens accepts it (no
+    /// `single_rank` matches it; `all_ranks` still exports). A `LOCAL_RANK` that is not a
+    /// local rank counts as 0 here with a warning; `first_rank_per_node` reads it itself (see
+    /// [`local_rank_from_env`]).
     pub fn detect(
         rank: Option<u32>,
         world_size: Option<u32>,
@@ -51,17 +70,28 @@ impl RankInfo {
             Some(w) => w,
             None => first_number(env, &WORLD_VARS)?.unwrap_or(1),
         };
-        let local_rank = first_number(env, &LOCAL_VARS)?.unwrap_or(0);
+        let local_rank = match local_rank_from_env(env).map(u32::try_from) {
+            Ok(Ok(local)) => local,
+            _ => {
+                log::warn!(
+                    "LOCAL_RANK={:?} is not a local rank: dl.local_rank is 0",
+                    env.get("LOCAL_RANK").unwrap_or_default()
+                );
+                0
+            }
+        };
         let info = Self {
             rank,
             world_size,
             local_rank,
         };
-        info.check()?;
+        if let Err(e) = info.check() {
+            log::warn!("{e}: accepted, as NeMo Lens accepts it");
+        }
         Ok(info)
     }
 
-    /// Errors when the rank is outside the world.
+    /// Whether the rank is inside a non-empty world.
     pub fn check(&self) -> Result<(), RankError> {
         if self.world_size == 0 {
             return Err(RankError::EmptyWorld);

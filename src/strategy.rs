@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 use md5::{Digest, Md5};
 
 use crate::config::LensConfig;
-use crate::error::{LensError, RankError};
+use crate::error::LensError;
 use crate::rank::RankInfo;
 
 /// Decides whether a rank exports. Implement it to add a strategy, then
@@ -72,28 +72,21 @@ pub fn rank_is_sampled(rank: u32, rate: f64) -> bool {
     rank_hash_fraction(rank) < rate
 }
 
-/// The rank `single_rank` exports from (`export_rank = -1` is the last rank).
-pub fn single_export_rank(config: &LensConfig, world_size: u32) -> Result<u32, LensError> {
-    let r = if config.export_rank == -1 {
+/// The rank `single_rank` exports from, as NeMo Lens resolves it: any negative `export_rank` is
+/// the last rank. A rank outside the world is returned as it is, and no rank matches it.
+pub fn single_export_rank(config: &LensConfig, world_size: u32) -> i64 {
+    if config.export_rank < 0 {
         i64::from(world_size) - 1
     } else {
         config.export_rank
-    };
-    if r < 0 || r >= i64::from(world_size) {
-        return Err(RankError::ExportRankOutsideWorld {
-            export_rank: config.export_rank,
-            world_size,
-        }
-        .into());
     }
-    Ok(r as u32)
 }
 
 /// Runs the configured strategy for `rank`.
 pub fn decide_export(rank: &RankInfo, config: &LensConfig) -> Result<bool, LensError> {
     Ok(match config.export_strategy.as_str() {
         "all_ranks" => true,
-        "single_rank" => rank.rank == single_export_rank(config, rank.world_size)?,
+        "single_rank" => i64::from(rank.rank) == single_export_rank(config, rank.world_size),
         "sampled" => rank_is_sampled(rank.rank, config.export_sample_rate),
         "first_rank_per_node" => rank.local_rank == 0,
         name => {

@@ -119,7 +119,11 @@ pub const RICH_ROOT: &str = "step ✓ 步骤 🚀";
 /// [`RICH_ROOT`] in scope `trainer` with [`every_value_type`], an event `loss-spike` and an
 /// error status `nan loss`; and its child `save` in scope `checkpointer` (version `2.1`), of
 /// kind producer with an ok status and a link to the root. `save` ends first.
-pub fn end_rich_trace(provider: &SdkTracerProvider) {
+pub fn end_rich_trace<P>(provider: &P)
+where
+    P: TracerProvider,
+    <P::Tracer as Tracer>::Span: Send + Sync + 'static,
+{
     let tracer = provider.tracer("trainer");
     let other = provider.tracer_with_scope(
         opentelemetry::InstrumentationScope::builder("checkpointer")

@@ -11,6 +11,11 @@ fn lens() -> Command {
         "LOCAL_RANK",
         "LENS_EXPORTER",
         "LENS_EXPORT_STRATEGY",
+        "NEMO_LENS_ENABLED",
+        "NEMO_LENS_EXPORTER",
+        "NEMO_LENS_EXPORT_STRATEGY",
+        "TRACEPARENT",
+        "TRACESTATE",
     ] {
         c.env_remove(var);
     }
@@ -54,7 +59,16 @@ fn demo_with_config(
 ) -> (std::process::Output, Vec<serde_json::Value>) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("lens.toml");
-    std::fs::write(&cfg, text).unwrap();
+    // The library's defaults are NeMo Lens's (disabled, one exporting rank): the demo's configs
+    // enable telemetry on every rank unless they say otherwise.
+    let mut full = String::new();
+    for (key, value) in [("enabled", "true"), ("export_strategy", "\"all_ranks\"")] {
+        if !text.lines().any(|l| l.starts_with(&format!("{key} ="))) {
+            full.push_str(&format!("{key} = {value}\n"));
+        }
+    }
+    full.push_str(text);
+    std::fs::write(&cfg, full).unwrap();
     let config = cfg.to_str().unwrap();
     let args = [
         "--ranks",
@@ -103,8 +117,12 @@ fn demo_with_defaults_writes_one_json_line_per_exported_span() {
         stdout.contains("produced") && stdout.contains("output in"),
         "{stdout}"
     );
+    // One job is one trace: the launcher hands its trace to every rank (TRACEPARENT).
+    let trace = stdout.rsplit("; trace ").next().unwrap().trim().to_string();
+    assert_eq!(trace.len(), 32, "{stdout}");
     let ranks = summary(out.path());
     assert_eq!(ranks.len(), 4);
+    let mut launcher_parents = std::collections::HashSet::new();
     for r in &ranks {
         // job + 30 × (step, forward_backward, optimizer) + 3 checkpoints
         assert_eq!(r["produced"], 1 + 30 * 3 + 3, "{r}");
@@ -116,18 +134,55 @@ fn demo_with_defaults_writes_one_json_line_per_exported_span() {
             lines.lines().count() as u64,
             r["exported"].as_u64().unwrap()
         );
-        let names: Vec<String> = lines
+        let spans: Vec<serde_json::Value> = lines
             .lines()
-            .map(|l| {
-                serde_json::from_str::<serde_json::Value>(l).unwrap()["name"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(spans.iter().all(|s| s["trace_id"] == trace.as_str()), "{r}");
+        let job = spans.iter().find(|s| s["name"] == "job").unwrap();
+        launcher_parents.insert(job["parent_span_id"].as_str().unwrap().to_string());
+        let names: Vec<String> = spans
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
             .collect();
         assert_eq!(names.iter().filter(|n| *n == "checkpoint").count(), 3);
         assert_eq!(names.last().map(String::as_str), Some("job"));
     }
+    assert_eq!(
+        launcher_parents.len(),
+        1,
+        "every rank's root span has the launcher's span as parent: {launcher_parents:?}"
+    );
+    assert!(!launcher_parents.contains(""), "{launcher_parents:?}");
+}
+
+#[test]
+fn demo_refuses_a_config_that_leaves_telemetry_disabled() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("off.toml");
+    std::fs::write(&cfg, "exporter = \"none\"\n").unwrap();
+    let result = demo(
+        dir.path(),
+        &[
+            "--ranks",
+            "1",
+            "--nodes",
+            "1",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(result.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}: `enabled` is false (NeMo Lens's default, also when the key is missing)",
+            cfg.display()
+        )),
+        "{stderr}"
+    );
 }
 
 #[test]

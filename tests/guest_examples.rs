@@ -8,6 +8,7 @@ use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::trace::{Span, Tracer};
 use lens::{LensConfig, Telemetry};
 use lens_test_support::collector::Collector;
+use lens_test_support::pipeline::exporting;
 
 const VENDOR: &str = env!("LENS_EXAMPLE_VENDOR_HTTP_WASM");
 
@@ -35,7 +36,7 @@ fn vendor_config(port: u16, allowed: Vec<String>) -> LensConfig {
                 ..Default::default()
             })],
         },
-        ..Default::default()
+        ..exporting()
     }
 }
 

@@ -14,6 +14,7 @@ use lens::opentelemetry::trace::{Link, Span, SpanKind, Status, TraceContextExt, 
 use lens::opentelemetry::{Array, KeyValue, StringValue, Value};
 use lens::testing::JsonLinesFileExporter;
 use lens::{LensConfig, Telemetry};
+use lens_test_support::pipeline::exporting;
 use serde_json::Value as Json;
 
 enum Output {
@@ -48,7 +49,7 @@ fn run(name: &str, wasm: PathBuf, output: Output, spans: usize) -> (Vec<Json>, V
                 ..Default::default()
             })],
         },
-        ..Default::default()
+        ..exporting()
     };
     let handle = Telemetry::builder(config)
         .rank(5)

@@ -7,6 +7,7 @@ use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::trace::{Span, Tracer};
 use lens::{LensConfig, Telemetry};
 use lens_test_support::collector::{Collector, free_port};
+use lens_test_support::pipeline::exporting;
 
 const T: Duration = Duration::from_secs(20);
 
@@ -22,7 +23,7 @@ fn otlp_config(protocol: OtlpProtocol, endpoint: String) -> LensConfig {
                 ..Default::default()
             })],
         },
-        ..Default::default()
+        ..exporting()
     }
 }
 

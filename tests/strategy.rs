@@ -151,23 +151,32 @@ fn custom_strategies_register_by_name_and_builtins_are_protected() {
 }
 
 #[test]
-fn export_rank_outside_the_world_is_an_error() {
-    let cfg = LensConfig {
-        export_strategy: "single_rank".into(),
-        export_rank: 9,
-        ..Default::default()
+fn any_negative_export_rank_is_the_last_and_one_outside_the_world_exports_nowhere() {
+    let exporters = |export_rank: i64, world_size: u32| -> Vec<u32> {
+        let cfg = LensConfig {
+            export_strategy: "single_rank".into(),
+            export_rank,
+            ..Default::default()
+        };
+        (0..world_size)
+            .filter(|&rank| {
+                decide_export(
+                    &RankInfo {
+                        rank,
+                        world_size,
+                        local_rank: 0,
+                    },
+                    &cfg,
+                )
+                .unwrap()
+            })
+            .collect()
     };
-    let err = decide_export(
-        &RankInfo {
-            rank: 0,
-            world_size: 8,
-            local_rank: 0,
-        },
-        &cfg,
-    )
-    .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "invalid rank: export_rank 9 is outside world_size 8"
-    );
+    assert_eq!(exporters(-1, 8), [7]);
+    assert_eq!(exporters(-2, 8), [7]);
+    assert_eq!(exporters(i64::MIN, 8), [7]);
+    assert_eq!(exporters(3, 8), [3]);
+    assert_eq!(exporters(8, 8), Vec::<u32>::new());
+    assert_eq!(exporters(i64::MAX, 8), Vec::<u32>::new());
+    assert_eq!(exporters(-1, 1), [0]);
 }

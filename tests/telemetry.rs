@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lens::opentelemetry::trace::{Span, Status, Tracer};
+use lens::opentelemetry::trace::{Span, Status, TraceContextExt, Tracer};
 use lens::opentelemetry::{KeyValue, Value};
 use lens::opentelemetry_sdk::error::OTelSdkResult;
 use lens::opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData, SpanExporter};
@@ -53,10 +53,8 @@ fn seed_in_memory_span_exporter_and_metric_reader() {
         Some(Value::from("run42-rank3"))
     );
     assert_eq!(res.get(&"team".into()), Some(Value::from("pretrain")));
-    assert_eq!(
-        res.get(&"service.name".into()),
-        Some(Value::from("nemo-lens"))
-    );
+    assert_eq!(res.get(&"service.name".into()), Some(Value::from("nemo")));
+    assert_eq!(res.get(&"nemo.run.id".into()), Some(Value::from("run42")));
     assert!(res.get(&"host.name".into()).is_some());
     assert_eq!(
         res.get(&"process.pid".into()),
@@ -156,38 +154,71 @@ fn add_span_processor_after_setup_sees_later_spans() {
 }
 
 #[test]
-fn open_spans_are_ended_and_marked_truncated_at_shutdown() {
+fn open_spans_are_closed_live_innermost_first_and_marked_truncated_at_shutdown() {
     let spans = InMemorySpanExporter::default();
     let handle = Telemetry::builder(config("none"))
         .span_exporter(spans.clone())
         .local();
     let tracer = handle.tracer("t");
-    let _open = tracer
-        .span_builder("checkpoint")
+    let mut run = tracer
+        .span_builder("run")
         .with_attributes([KeyValue::new("step", 100)])
         .start(&tracer);
+    let cx = lens::opentelemetry::Context::current_with_span(tracer.start("placeholder"));
+    let mut epoch = tracer.start_with_context("epoch", &cx);
     tracer.start("done").end();
+    // Recorded after start: everything until shutdown reaches the exporter.
+    run.set_attribute(KeyValue::new("loss", 0.5));
+    run.add_event("eval", vec![KeyValue::new("accuracy", 0.9)]);
+    epoch.set_attribute(KeyValue::new("epoch", 3));
     // The oracle keeps what it gets across its shutdown.
     let seen = RecordingSpanExporter::default();
     handle.add_span_exporter("recorder", seen.clone());
+    drop(cx); // ends `placeholder` (dropping a span ends it)
     handle.shutdown(T).unwrap();
     let recorded = seen.spans();
+    let names: Vec<&str> = recorded.iter().map(|s| s.name.as_ref()).collect();
     assert_eq!(
-        recorded.len(),
-        1,
-        "only the open span reaches an exporter added after `done`"
+        names,
+        ["placeholder", "epoch", "run"],
+        "the dropped span ends normally, then the open ones, latest started first"
     );
-    let span = &recorded[0];
-    assert_eq!(span.name, "checkpoint");
+    for span in &recorded[1..] {
+        assert!(
+            span.attributes
+                .contains(&KeyValue::new("nemo.span.truncated", true)),
+            "{:?}",
+            span.attributes
+        );
+        let marker = span.events.events.last().unwrap();
+        assert_eq!(marker.name, "nemo.span.truncated");
+        assert_eq!(
+            marker.attributes,
+            [KeyValue::new(
+                "nemo.span.truncated.reason",
+                "still open at telemetry shutdown"
+            )]
+        );
+        assert_eq!(span.status, Status::Unset, "truncated is not an error");
+        assert!(span.end_time >= span.start_time);
+    }
+    let run = &recorded[2];
+    assert!(run.attributes.contains(&KeyValue::new("step", 100)));
+    assert!(run.attributes.contains(&KeyValue::new("loss", 0.5)));
+    assert_eq!(run.events.events[0].name, "eval");
+    assert!(recorded[1].attributes.contains(&KeyValue::new("epoch", 3)));
     assert!(
-        span.attributes
-            .contains(&KeyValue::new("lens.truncated", true))
+        !recorded[0]
+            .attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == "nemo.span.truncated")
     );
-    assert!(span.attributes.contains(&KeyValue::new("step", 100)));
-    assert!(span.end_time >= span.start_time);
     let stats = handle.stats();
-    assert_eq!(stats.spans_truncated, 1);
-    assert_eq!(stats.spans_produced, 2);
+    assert_eq!(stats.spans_truncated, 2);
+    assert_eq!(stats.spans_produced, 4);
+    // Ending a closed span later exports nothing more.
+    epoch.end();
+    assert_eq!(seen.spans().len(), 3);
 }
 
 #[test]
@@ -243,7 +274,7 @@ fn sampler_drops_every_span_of_an_unsampled_rank() {
 }
 
 #[test]
-fn second_global_setup_is_refused_unless_allowed() {
+fn second_global_setup_is_refused_unless_allowed_or_disabled() {
     let first = Telemetry::builder(config("none"))
         .env(no_env())
         .install()
@@ -253,6 +284,11 @@ fn second_global_setup_is_refused_unless_allowed() {
         .install()
         .unwrap_err();
     assert!(matches!(err, LensError::AlreadyInitialized), "{err}");
+    // A disabled setup is always allowed (NeMo Lens checks the rule for enabled ones only).
+    let mut off = config("none");
+    off.enabled = false;
+    let quiet = Telemetry::builder(off).env(no_env()).install().unwrap();
+    assert!(!quiet.is_exporting());
     let mut again = config("none");
     again.allow_reinit = true;
     // A failed re-init leaves the first installation's claim in place.
@@ -267,13 +303,12 @@ fn second_global_setup_is_refused_unless_allowed() {
     let second = Telemetry::builder(again).env(no_env()).install().unwrap();
     second.shutdown(T).unwrap();
     first.shutdown(T).unwrap();
-    // After shutdown a new setup is fine.
-    Telemetry::builder(config("none"))
+    // As in NeMo Lens, the process stays initialised after shutdown.
+    let err = Telemetry::builder(config("none"))
         .env(no_env())
         .install()
-        .unwrap()
-        .shutdown(T)
-        .unwrap();
+        .unwrap_err();
+    assert!(matches!(err, LensError::AlreadyInitialized), "{err}");
 }
 
 #[cfg(feature = "tracing")]

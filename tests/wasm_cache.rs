@@ -11,7 +11,7 @@ use lens::wasm::cache::{ArtifactCache, shared};
 use lens::wasm::engine::engine;
 use lens::wasm::{LoadChecks, load};
 use lens::{LensConfig, Telemetry};
-use lens_test_support::pipeline::{T, no_env};
+use lens_test_support::pipeline::{T, exporting, no_env};
 
 fn pinned(sha256: &str) -> LoadChecks<'_> {
     LoadChecks {
@@ -59,7 +59,7 @@ fn a_second_setup_is_served_from_the_process_cache() {
             dir: Some(cache_dir.clone()),
             ..Default::default()
         },
-        ..Default::default()
+        ..exporting()
     };
     let setup = || {
         let started = Instant::now();

@@ -9,7 +9,7 @@ use lens::opentelemetry::trace::{Span, Tracer};
 use lens::opentelemetry_sdk::Resource;
 use lens::wasm::WasmSpanExporter;
 use lens::{LensConfig, LensError, Telemetry};
-use lens_test_support::pipeline::T;
+use lens_test_support::pipeline::{T, exporting};
 use lens_test_support::wasm::{HOSTILE, RECORDER, install_alone, recorder_spec, spec};
 
 fn load_error(path: &Path, pin: Option<&str>) -> String {
@@ -135,7 +135,7 @@ fn a_config_naming_a_missing_wasm_exporter_fails_setup_with_its_name_and_path() 
         exporter: "exporters/vendor.wasm".into(),
         metrics_enabled: false,
         run_id: "x".into(),
-        ..Default::default()
+        ..exporting()
     };
     let err = Telemetry::builder(cfg)
         .env(HashMap::<String, String>::new())

@@ -6,15 +6,21 @@ use std::time::Duration;
 
 use lens::TelemetryHandle;
 use lens::exporter::NoopSpanExporter;
-use lens::opentelemetry::trace::TracerProvider;
-use lens::opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
+use lens::opentelemetry::trace::{Tracer, TracerProvider};
+use lens::opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 
 use crate::{Opts, Row, jsonl_spec, lens_rank, median, ns_per_span, one_span, wasm_config};
 
 const GROUP: &str = "Application thread, ns per span (start, 4 attributes, end)";
 
-/// A subject's name, its tracer, and what drains its backlog after a measurement.
-type Run<'a> = (&'static str, SdkTracer, Box<dyn Fn() + 'a>);
+/// A subject's name, one span on its tracer (every subject behind the same indirection), and
+/// what drains its backlog after a measurement.
+type Run<'a> = (&'static str, Box<dyn Fn(i64) + 'a>, Box<dyn Fn() + 'a>);
+
+/// One span on `tracer`, boxed.
+fn on<'a, T: Tracer + 'a>(tracer: T) -> Box<dyn Fn(i64) + 'a> {
+    Box::new(move |i| one_span(&tracer, i))
+}
 
 /// The installations measured: the raw SDK baselines and Lens ranks of every kind.
 struct Subjects {
@@ -63,21 +69,29 @@ impl Subjects {
             let settle: Box<dyn Fn()> = Box::new(move || {
                 let _ = handle.force_flush(Duration::from_secs(60));
             });
-            (h, tracer, settle)
+            (h, on(tracer), settle)
         };
         vec![
             (
                 "raw_noop",
-                self.raw_noop.tracer("bench"),
+                on(self.raw_noop.tracer("bench")),
                 Box::new(|| {
                     let _ = self.raw_noop.force_flush();
                 }),
             ),
             flush("wasm", &self.with_wasm),
             flush("untracked", &self.no_tracking),
-            ("raw_off", self.raw_off.tracer("bench"), Box::new(|| ())),
-            ("sampled", self.sampled_out.tracer("bench"), Box::new(|| ())),
-            ("off", self.not_exporting.tracer("bench"), Box::new(|| ())),
+            ("raw_off", on(self.raw_off.tracer("bench")), Box::new(|| ())),
+            (
+                "sampled",
+                on(self.sampled_out.tracer("bench")),
+                Box::new(|| ()),
+            ),
+            (
+                "off",
+                on(self.not_exporting.tracer("bench")),
+                Box::new(|| ()),
+            ),
         ]
     }
 }
@@ -90,11 +104,8 @@ pub fn app_thread(opts: &Opts, builtin: &Path, dir: &Path, rows: &mut Vec<Row>) 
     let mut samples: HashMap<&str, Vec<f64>> = HashMap::new();
     let runs = subjects.runs();
     for _ in 0..9 {
-        for (key, tracer, settle) in &runs {
-            samples
-                .entry(key)
-                .or_default()
-                .push(ns_per_span(n, |i| one_span(tracer, i)));
+        for (key, span, settle) in &runs {
+            samples.entry(key).or_default().push(ns_per_span(n, span));
             // Whatever the exporter still has queued is drained outside the clock, so that it
             // does not compete for the 2 cores with the next measurement.
             settle();

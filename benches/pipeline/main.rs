@@ -70,8 +70,11 @@ fn lens_rank(config: LensConfig, rank: u32, world: u32) -> TelemetryHandle {
         .unwrap()
 }
 
+/// Enabled on every rank (the library's defaults, NeMo Lens's, export from one rank only).
 fn wasm_config(spec: WasmExporterSpec) -> LensConfig {
     LensConfig {
+        enabled: true,
+        export_strategy: "all_ranks".into(),
         run_id: "bench".into(),
         metrics_enabled: false,
         traces: SignalConfig {

@@ -1,16 +1,14 @@
-//! Environment overrides: `LENS_*` (fallback prefix `NEMO_LENS_*`) and the standard `OTEL_*`
-//! variables. Values that do not parse are errors naming the variable, never ignored.
+//! Environment overrides, read as NeMo Lens reads them: its keys under `NEMO_LENS_*` (or a
+//! library's prefix with `NEMO_LENS_*` as the fallback, [`EnvPrefix`]), then `LENS_*`; values
+//! stripped, an empty value unset, numbers and booleans parsed as Python parses them; Lens's own
+//! keys under `LENS_*`; and the standard `OTEL_*` variables. A value that does not parse is an
+//! error naming the variable, never ignored.
 
 use std::collections::HashMap;
 use std::str::FromStr;
 
-use super::{ExporterSpec, LensConfig, OtlpProtocol};
+use super::{LensConfig, OtlpProtocol, python};
 use crate::error::LensError;
-
-/// Primary prefix of Lens variables.
-pub const PREFIX: &str = "LENS_";
-/// Fallback prefix, shared with NeMo Lens.
-pub const FALLBACK_PREFIX: &str = "NEMO_LENS_";
 
 /// A source of environment variables (the process, or a map in tests).
 pub trait EnvSource {
@@ -42,183 +40,269 @@ impl<const N: usize> EnvSource for [(&str, &str); N] {
     }
 }
 
-/// Parses a boolean the way NeMo Lens does: 1/true/yes/on and 0/false/no/off, case-insensitive.
+/// Parses a boolean the way NeMo Lens does: 1/true/yes/on and 0/false/no/off, any case,
+/// surrounding whitespace ignored.
 pub fn parse_bool(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
+    python::bool(value)
+}
+
+/// The prefixes NeMo Lens's keys are read under: `<prefix>_KEY`, then `<fallback>_KEY`. NeMo
+/// Lens reads `NEMO_LENS_*` alone by default; a library passes its own prefix with `NEMO_LENS`
+/// as the fallback (`EnvPrefix::library("MEGATRON_OTEL")`). Lens then reads `LENS_*` as a last
+/// resort, for its own users.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvPrefix {
+    /// Read first, e.g. `MEGATRON_OTEL` (without the `_`).
+    pub prefix: String,
+    /// Read when the first is unset or empty, e.g. `NEMO_LENS`.
+    pub fallback: Option<String>,
+}
+
+impl Default for EnvPrefix {
+    /// `NEMO_LENS_*` alone, NeMo Lens's default.
+    fn default() -> Self {
+        Self {
+            prefix: "NEMO_LENS".to_string(),
+            fallback: None,
+        }
     }
 }
+
+impl EnvPrefix {
+    /// A library's own prefix, falling back to `NEMO_LENS_*`.
+    pub fn library(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+            fallback: Some("NEMO_LENS".to_string()),
+        }
+    }
+}
+
+/// Lens's own prefix, read after NeMo Lens's for its keys, and alone for Lens's extra keys.
+pub const LENS_PREFIX: &str = "LENS";
 
 struct Reader<'a> {
     env: &'a dyn EnvSource,
+    prefix: &'a EnvPrefix,
 }
 
+/// What an invalid boolean is told to be.
+const BOOL: &str = "one of 1/true/yes/on or 0/false/no/off";
+
 impl Reader<'_> {
-    /// `LENS_<key>`, else `NEMO_LENS_<key>`, with the variable's full name.
-    fn lens(&self, key: &str) -> Option<(String, String)> {
-        [PREFIX, FALLBACK_PREFIX].iter().find_map(|prefix| {
-            let name = format!("{prefix}{key}");
-            self.env.get(&name).map(|v| (name, v))
+    /// The first of `names` that is set and not empty after stripping, with its stripped value.
+    fn first(&self, names: impl IntoIterator<Item = String>) -> Option<(String, String)> {
+        names.into_iter().find_map(|name| {
+            let value = self.env.get(&name)?;
+            let value = python::strip(&value);
+            (!value.is_empty()).then(|| (name, value.to_string()))
         })
     }
 
-    fn raw(&self, name: &str) -> Option<(String, String)> {
-        self.env.get(name).map(|v| (name.to_string(), v))
+    /// A NeMo Lens key: `<prefix>_KEY`, `<fallback>_KEY`, then `LENS_KEY`.
+    fn nemo(&self, key: &str) -> Option<(String, String)> {
+        let p = self.prefix;
+        let names = std::iter::once(&p.prefix)
+            .chain(&p.fallback)
+            .map(String::as_str)
+            .chain([LENS_PREFIX]);
+        self.first(names.map(|prefix| format!("{prefix}_{key}")))
     }
 
+    /// A key only Lens has: `LENS_KEY`.
+    fn lens_only(&self, key: &str) -> Option<(String, String)> {
+        self.first([format!("{LENS_PREFIX}_{key}")])
+    }
+
+    /// A variable by its full name, stripped; empty counts as unset.
+    fn var(&self, name: &str) -> Option<(String, String)> {
+        self.first([name.to_string()])
+    }
+
+    fn typed<T>(
+        found: Option<(String, String)>,
+        parse: impl Fn(&str) -> Option<T>,
+        expected: &str,
+    ) -> Result<Option<T>, LensError> {
+        found
+            .map(|(variable, value)| {
+                parse(&value).ok_or_else(|| LensError::Env {
+                    variable,
+                    value,
+                    expected: expected.to_string(),
+                })
+            })
+            .transpose()
+    }
+
+    fn bool(found: Option<(String, String)>) -> Result<Option<bool>, LensError> {
+        Self::typed(found, python::bool, BOOL)
+    }
+
+    /// A count in Rust's own syntax (the `OTEL_BSP_*` and Lens's own numbers).
     fn parse<T: FromStr>(
         found: Option<(String, String)>,
         what: &str,
     ) -> Result<Option<T>, LensError> {
-        match found {
-            None => Ok(None),
-            Some((name, value)) => {
-                value
-                    .trim()
-                    .parse::<T>()
-                    .map(Some)
-                    .map_err(|_| LensError::Env {
-                        variable: name,
-                        value,
-                        expected: what.to_string(),
-                    })
-            }
-        }
-    }
-
-    fn bool(&self, key: &str) -> Result<Option<bool>, LensError> {
-        match self.lens(key) {
-            None => Ok(None),
-            Some((name, value)) => parse_bool(&value).map(Some).ok_or(LensError::Env {
-                variable: name,
-                value,
-                expected: "one of 1/true/yes/on or 0/false/no/off".to_string(),
-            }),
-        }
+        Self::typed(found, |v| v.parse().ok(), what)
     }
 }
 
 impl LensConfig {
-    /// Applies environment overrides from `env`, then re-validates.
+    /// Applies environment overrides from `env` (NeMo Lens's keys under `NEMO_LENS_*`), then
+    /// re-validates.
     pub fn apply_env(&mut self, env: &dyn EnvSource) -> Result<(), LensError> {
-        let r = Reader { env };
-        if let Some(v) = r.bool("ENABLED")? {
-            self.enabled = v;
-        }
-        if let Some((_, v)) = r.raw("OTEL_SERVICE_NAME") {
-            self.service_name = v;
-        }
-        if let Some((_, v)) = r.lens("SERVICE_NAME") {
-            self.service_name = v;
-        }
-        if let Some((_, v)) = r.lens("SERVICE_VERSION") {
-            self.service_version = v;
-        }
-        if let Some((_, v)) = r.lens("EXPORT_STRATEGY") {
-            self.export_strategy = v;
-        }
-        if let Some(v) = Reader::parse(r.lens("EXPORT_RANK"), "an integer rank (-1 = last)")? {
-            self.export_rank = v;
-        }
-        if let Some(v) = Reader::parse(r.lens("EXPORT_SAMPLE_RATE"), "a number between 0 and 1")? {
-            self.export_sample_rate = v;
-        }
-        if let Some(v) = r.bool("SAMPLER_ENABLED")? {
-            self.sampler_enabled = v;
-        }
-        if let Some(v) = r.bool("TRACES_ENABLED")? {
-            self.traces_enabled = v;
-        }
-        if let Some(v) = r.bool("METRICS_ENABLED")? {
-            self.metrics_enabled = v;
-        }
-        if let Some(v) = r.bool("ALLOW_REINIT")? {
-            self.allow_reinit = v;
-        }
-        if let Some((name, v)) = r.lens("EXPORTER") {
-            ExporterSpec::from_shorthand(&v).map_err(|expected| LensError::Env {
-                variable: name,
-                value: v.clone(),
-                expected,
-            })?;
-            self.exporter = v;
-        }
-        if let Some((_, v)) = r.lens("RUN_ID") {
-            self.run_id = v;
-        }
-        let millis = "a whole number of milliseconds";
-        if let Some(v) = Reader::parse(r.raw("OTEL_METRIC_EXPORT_INTERVAL"), millis)? {
-            self.metric_export_interval_ms = v;
-        }
-        let count = "a positive whole number";
-        let b = &mut self.batch;
-        if let Some(v) = Reader::parse(r.raw("OTEL_BSP_MAX_QUEUE_SIZE"), count)? {
-            b.max_queue_size = v;
-        }
-        if let Some(v) = Reader::parse(r.raw("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"), count)? {
-            b.max_export_batch_size = v;
-        }
-        if let Some(v) = Reader::parse(r.raw("OTEL_BSP_SCHEDULE_DELAY"), millis)? {
-            b.scheduled_delay_ms = v;
-        }
-        if let Some(v) = Reader::parse(r.raw("OTEL_BSP_EXPORT_TIMEOUT"), millis)? {
-            b.export_timeout_ms = v;
-        }
-        // The Rust SDK's name for its (experimental) setting of the same meaning.
-        if let Some(v) = Reader::parse(r.raw("OTEL_BSP_MAX_CONCURRENT_EXPORTS"), count)? {
-            b.max_concurrent_exports = v;
-        }
+        self.apply_env_with_prefix(env, &EnvPrefix::default())
+    }
+
+    /// Applies environment overrides with NeMo Lens's keys read under `prefix` (as NeMo Lens's
+    /// `NemoLensConfig.from_env(prefix, fallback_prefix)`), then re-validates.
+    pub fn apply_env_with_prefix(
+        &mut self,
+        env: &dyn EnvSource,
+        prefix: &EnvPrefix,
+    ) -> Result<(), LensError> {
+        let r = Reader { env, prefix };
+        self.apply_nemo_env(&r)?;
+        self.apply_lens_env(&r)?;
+        self.apply_batch_env(&r)?;
         self.apply_otlp_env(&r)?;
         self.apply_wasm_cache_env(&r)?;
         self.validate(&super::ConfigSource::Code)
     }
 
+    /// NeMo Lens's keys, read and parsed as `NemoLensConfig.from_env` reads them.
+    fn apply_nemo_env(&mut self, r: &Reader<'_>) -> Result<(), LensError> {
+        let bools: [(&str, &mut bool); 5] = [
+            ("ENABLED", &mut self.enabled),
+            ("SAMPLER_ENABLED", &mut self.sampler_enabled),
+            ("TRACES_ENABLED", &mut self.traces_enabled),
+            ("METRICS_ENABLED", &mut self.metrics_enabled),
+            ("LOGS_ENABLED", &mut self.logs_enabled),
+        ];
+        for (key, field) in bools {
+            if let Some(v) = Reader::bool(r.nemo(key))? {
+                *field = v;
+            }
+        }
+        let strings: [(&str, &mut String); 5] = [
+            ("EXPORT_STRATEGY", &mut self.export_strategy),
+            ("SPAN_GROUPS", &mut self.span_groups),
+            ("EXPORTER", &mut self.exporter),
+            ("RUN_ID", &mut self.run_id),
+            ("USER_ID", &mut self.user),
+        ];
+        for (key, field) in strings {
+            if let Some((_, v)) = r.nemo(key) {
+                *field = v;
+            }
+        }
+        if let Some(v) = Reader::typed(r.nemo("EXPORT_RANK"), python::int, "an integer")? {
+            self.export_rank = v;
+        }
+        // Out of [0, 1] (NaN included) NeMo Lens's dataclass refuses it: named here.
+        let rate = Reader::typed(
+            r.nemo("EXPORT_SAMPLE_RATE"),
+            |v| python::float(v).filter(|f| (0.0..=1.0).contains(f)),
+            "a number between 0 and 1",
+        )?;
+        if let Some(v) = rate {
+            self.export_sample_rate = v;
+        }
+        if let Some((_, v)) = r.var("OTEL_SERVICE_NAME") {
+            self.service_name = v;
+        }
+        // Read as they are, unstripped (as NeMo Lens does).
+        for (name, field) in [
+            ("WANDB_ENTITY", &mut self.wandb_entity),
+            ("WANDB_PROJECT", &mut self.wandb_project),
+        ] {
+            if let Some(v) = r.env.get(name) {
+                *field = v;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keys only Lens has, under `LENS_*` alone.
+    fn apply_lens_env(&mut self, r: &Reader<'_>) -> Result<(), LensError> {
+        if let Some(v) = Reader::bool(r.lens_only("ALLOW_REINIT"))? {
+            self.allow_reinit = v;
+        }
+        if let Some((_, v)) = r.lens_only("SERVICE_NAME") {
+            self.service_name = v;
+        }
+        if let Some((_, v)) = r.lens_only("SERVICE_VERSION") {
+            self.service_version = v;
+        }
+        let millis = Reader::typed(
+            r.env
+                .get("OTEL_METRIC_EXPORT_INTERVAL")
+                .map(|v| ("OTEL_METRIC_EXPORT_INTERVAL".to_string(), v)),
+            |v| python::int(v).and_then(|i| u64::try_from(i).ok()),
+            "a whole number of milliseconds",
+        )?;
+        if let Some(v) = millis {
+            self.metric_export_interval_ms = v;
+        }
+        Ok(())
+    }
+
+    /// The standard `OTEL_BSP_*` variables (and the Rust SDK's concurrency one).
+    fn apply_batch_env(&mut self, r: &Reader<'_>) -> Result<(), LensError> {
+        let millis = "a whole number of milliseconds";
+        let count = "a positive whole number";
+        let b = &mut self.batch;
+        if let Some(v) = Reader::parse(r.var("OTEL_BSP_MAX_QUEUE_SIZE"), count)? {
+            b.max_queue_size = v;
+        }
+        if let Some(v) = Reader::parse(r.var("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"), count)? {
+            b.max_export_batch_size = v;
+        }
+        if let Some(v) = Reader::parse(r.var("OTEL_BSP_SCHEDULE_DELAY"), millis)? {
+            b.scheduled_delay_ms = v;
+        }
+        if let Some(v) = Reader::parse(r.var("OTEL_BSP_EXPORT_TIMEOUT"), millis)? {
+            b.export_timeout_ms = v;
+        }
+        // The Rust SDK's name for its (experimental) setting of the same meaning.
+        if let Some(v) = Reader::parse(r.var("OTEL_BSP_MAX_CONCURRENT_EXPORTS"), count)? {
+            b.max_concurrent_exports = v;
+        }
+        Ok(())
+    }
+
     fn apply_wasm_cache_env(&mut self, r: &Reader<'_>) -> Result<(), LensError> {
         let cache = &mut self.wasm_cache;
-        if let Some((name, value)) = r.raw("LENS_WASM_CACHE") {
-            cache.enabled = parse_bool(&value).ok_or(LensError::Env {
-                variable: name,
-                value,
-                expected: "one of 1/true/yes/on or 0/false/no/off".to_string(),
-            })?;
+        if let Some(v) = Reader::bool(r.lens_only("WASM_CACHE"))? {
+            cache.enabled = v;
         }
-        if let Some((_, dir)) = r.raw("LENS_WASM_CACHE_DIR") {
+        if let Some((_, dir)) = r.lens_only("WASM_CACHE_DIR") {
             cache.dir = Some(dir.into());
         }
         let mib = "a whole number of MiB, at least 1";
-        match Reader::parse::<u64>(r.raw("LENS_WASM_CACHE_MAX_MB"), mib)? {
-            Some(0) => {
-                return Err(LensError::Env {
-                    variable: "LENS_WASM_CACHE_MAX_MB".into(),
-                    value: "0".into(),
-                    expected: mib.into(),
-                });
-            }
-            Some(v) => cache.max_mb = v,
-            None => {}
+        let max = Reader::typed(
+            r.lens_only("WASM_CACHE_MAX_MB"),
+            |v| v.parse::<u64>().ok().filter(|n| *n > 0),
+            mib,
+        )?;
+        if let Some(v) = max {
+            cache.max_mb = v;
         }
         Ok(())
     }
 
     fn apply_otlp_env(&mut self, r: &Reader<'_>) -> Result<(), LensError> {
         let otlp = &mut self.otlp;
-        // The endpoint is resolved per signal when the exporter is built: see [`otlp_endpoint`].
-        if let Some((name, value)) = r.raw("OTEL_EXPORTER_OTLP_PROTOCOL") {
-            otlp.protocol =
-                Some(
-                    OtlpProtocol::from_str(value.trim()).map_err(|expected| LensError::Env {
-                        variable: name,
-                        value,
-                        expected,
-                    })?,
-                );
+        // The endpoint and the per-signal protocol are resolved per signal when the exporter is
+        // built: see [`otlp_endpoint`] and [`otlp_protocol`].
+        if let Some((_, value)) = r.var("OTEL_EXPORTER_OTLP_PROTOCOL") {
+            otlp.protocol = Some(OtlpProtocol::lenient(&value));
         }
-        if let Some(v) = Reader::parse(r.raw("OTEL_EXPORTER_OTLP_TIMEOUT"), "milliseconds")? {
+        if let Some(v) = Reader::parse(r.var("OTEL_EXPORTER_OTLP_TIMEOUT"), "milliseconds")? {
             otlp.timeout_ms = Some(v);
         }
-        if let Some((name, value)) = r.raw("OTEL_EXPORTER_OTLP_HEADERS") {
+        if let Some((name, value)) = r.var("OTEL_EXPORTER_OTLP_HEADERS") {
             for pair in value.split(',').filter(|p| !p.trim().is_empty()) {
                 // The value holds header values (credentials): the error never shows it.
                 let (k, v) = pair.split_once('=').ok_or_else(|| LensError::Env {
@@ -231,6 +315,26 @@ impl LensConfig {
         }
         Ok(())
     }
+}
+
+/// The protocol of an OTLP exporter of `signal` (`traces`, `metrics`, `logs`) whose entry sets
+/// none: `OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL` when set and not empty, then the `[otlp]`
+/// table's (which `OTEL_EXPORTER_OTLP_PROTOCOL` sets), then gRPC, as NeMo Lens resolves it (a
+/// signal variable of blanks counts as set, and as an unknown protocol: gRPC).
+pub fn otlp_protocol(
+    env: &dyn EnvSource,
+    defaults: Option<OtlpProtocol>,
+    signal: &str,
+) -> OtlpProtocol {
+    let specific = format!(
+        "OTEL_EXPORTER_OTLP_{}_PROTOCOL",
+        signal.to_ascii_uppercase()
+    );
+    env.get(&specific)
+        .filter(|v| !v.is_empty())
+        .map(|v| OtlpProtocol::lenient(&v))
+        .or(defaults)
+        .unwrap_or_default()
 }
 
 /// The endpoint an OTLP exporter of `signal` (`traces` / `metrics`) uses when its config sets none:

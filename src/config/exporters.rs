@@ -53,9 +53,26 @@ pub enum OtlpProtocol {
     #[default]
     #[serde(rename = "grpc")]
     Grpc,
-    /// HTTP with protobuf bodies (default port 4318).
-    #[serde(rename = "http/protobuf")]
+    /// HTTP with protobuf bodies (default port 4318). `http/json` is read as this too: NeMo
+    /// Lens accepts it, and its exporter sends protobuf.
+    #[serde(rename = "http/protobuf", alias = "http/json")]
     HttpProtobuf,
+}
+
+impl OtlpProtocol {
+    /// A protocol as NeMo Lens resolves it: `http/protobuf` and `http/json` (any case, spaces
+    /// around ignored) are HTTP, anything else gRPC (logged when it is not `grpc`).
+    pub fn lenient(value: &str) -> Self {
+        let v = super::python::strip(value).to_lowercase();
+        match v.as_str() {
+            "http/protobuf" | "http/json" => Self::HttpProtobuf,
+            "grpc" => Self::Grpc,
+            other => {
+                log::warn!("unknown OTLP protocol `{other}`: using grpc, as NeMo Lens does");
+                Self::Grpc
+            }
+        }
+    }
 }
 
 impl std::str::FromStr for OtlpProtocol {
@@ -63,9 +80,9 @@ impl std::str::FromStr for OtlpProtocol {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "grpc" => Ok(Self::Grpc),
-            "http/protobuf" | "http" => Ok(Self::HttpProtobuf),
+            "http/protobuf" | "http/json" | "http" => Ok(Self::HttpProtobuf),
             other => Err(format!(
-                "unknown OTLP protocol `{other}` (expected `grpc` or `http/protobuf`)"
+                "unknown OTLP protocol `{other}` (expected `grpc`, `http/protobuf` or `http/json`)"
             )),
         }
     }

@@ -6,6 +6,7 @@
 
 pub mod env;
 mod exporters;
+pub mod python;
 pub mod secret;
 
 use std::path::{Path, PathBuf};
@@ -20,7 +21,9 @@ pub use secret::Secret;
 
 use crate::error::LensError;
 
-/// The whole Lens configuration.
+/// The whole Lens configuration. The keys NeMo Lens's `NemoLensConfig` has keep its names and
+/// defaults (a rank configured only through NeMo Lens's environment variables behaves the same
+/// under both); the others are Lens's own.
 ///
 /// ```toml
 /// enabled = true
@@ -35,44 +38,59 @@ use crate::error::LensError;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LensConfig {
-    /// Master switch. `enabled = false` installs no-op providers on every rank.
+    /// Master switch; off by default, as in NeMo Lens: `enabled = false` installs no-op
+    /// providers on every rank. Example: `enabled = true`.
     pub enabled: bool,
-    /// `service.name` of the resource. Example: `service_name = "llama-pretrain"`.
+    /// `service.name` of the resource (`OTEL_SERVICE_NAME`). Default `"nemo"`.
+    /// Example: `service_name = "llama-pretrain"`.
     pub service_name: String,
     /// `service.version` of the resource. Example: `service_version = "1.4.0"`.
     pub service_version: String,
-    /// Which ranks export: `all_ranks`, `single_rank`, `sampled`, `first_rank_per_node`, or the
-    /// name of a strategy registered with [`crate::register_export_strategy`].
-    /// Example: `export_strategy = "single_rank"`.
+    /// Which ranks export: `all_ranks`, `single_rank` (default), `sampled`,
+    /// `first_rank_per_node`, or the name of a strategy registered with
+    /// [`crate::register_export_strategy`]. Example: `export_strategy = "sampled"`.
     pub export_strategy: String,
-    /// The rank that exports under `single_rank`; `-1` means the last rank.
-    /// Example: `export_rank = -1`.
+    /// The rank that exports under `single_rank`; any negative value is the last rank, a rank
+    /// outside the world means no rank exports. Default `-1`. Example: `export_rank = 0`.
     pub export_rank: i64,
     /// Fraction of ranks kept by `sampled` and by the rank-aware sampler, in `0..=1`.
     /// Example: `export_sample_rate = 0.125`.
     pub export_sample_rate: f64,
-    /// Install the [`crate::RankAwareSampler`] (one keep/drop decision per rank).
-    /// Example: `sampler_enabled = true`.
+    /// Install the [`crate::RankAwareSampler`] (one keep/drop decision per rank); without it
+    /// `OTEL_TRACES_SAMPLER` applies. Example: `sampler_enabled = true`.
     pub sampler_enabled: bool,
     /// Build the tracer provider. Example: `traces_enabled = false`.
     pub traces_enabled: bool,
     /// Build the meter provider. Example: `metrics_enabled = false`.
     pub metrics_enabled: bool,
+    /// Build the logger provider (`NEMO_LENS_LOGS_ENABLED`). Example: `logs_enabled = true`.
+    pub logs_enabled: bool,
+    /// Span groups enabled on exporting ranks: a preset (`default`, `per_step`, `all`) or
+    /// group names, comma-separated. Example: `span_groups = "per_step"`.
+    pub span_groups: String,
     /// Shorthand exporter for both signals when `[traces]` / `[metrics]` list none:
-    /// `otlp`, `console`, `none`, or a path ending in `.wasm` (traces only).
+    /// `otlp` (default), `console`, and Lens's `none` or a path ending in `.wasm` (traces
+    /// only). Checked when an exporting rank builds its exporters, as NeMo Lens does.
     /// Example: `exporter = "console"`.
     pub exporter: String,
-    /// Run identifier shared by all ranks. Empty: `SLURM_JOB_ID`, else a random id.
+    /// Run identifier shared by all ranks. Empty: `SLURM_JOB_ID`, else 12 random hex digits.
     /// Example: `run_id = "exp-42"`.
     pub run_id: String,
+    /// The user or team running the job, `nemo.user.id` (`NEMO_LENS_USER_ID`).
+    /// Example: `user = "pretraining-team"`.
+    pub user: String,
+    /// W&B entity, `wandb.entity` (`WANDB_ENTITY`). Example: `wandb_entity = "nvidia"`.
+    pub wandb_entity: String,
+    /// W&B project, `wandb.project` (`WANDB_PROJECT`). Example: `wandb_project = "llama"`.
+    pub wandb_project: String,
     /// Period of the metric reader in milliseconds (`OTEL_METRIC_EXPORT_INTERVAL` overrides).
     /// Example: `metric_export_interval_ms = 10000`.
     pub metric_export_interval_ms: u64,
-    /// Allow a second `setup_telemetry` in one process (tests, notebooks).
-    /// Example: `allow_reinit = true`.
+    /// Allow a second enabled setup in one process (tests, notebooks; NeMo Lens's
+    /// `_allow_reinit`). Example: `allow_reinit = true`.
     pub allow_reinit: bool,
-    /// End spans still open at shutdown, marked `lens.truncated = true`, instead of losing them.
-    /// Example: `close_open_spans_on_shutdown = true`.
+    /// End spans still open at shutdown, marked `nemo.span.truncated = true`, instead of
+    /// losing them. Example: `close_open_spans_on_shutdown = true`.
     pub close_open_spans_on_shutdown: bool,
     /// Default OTLP settings for `otlp` exporters that do not set their own.
     pub otlp: OtlpExporterSpec,
@@ -87,19 +105,26 @@ pub struct LensConfig {
 }
 
 impl Default for LensConfig {
+    /// NeMo Lens's defaults (off, `single_rank` from the last rank, service `nemo`), and
+    /// Lens's own.
     fn default() -> Self {
         Self {
-            enabled: true,
-            service_name: "nemo-lens".to_string(),
+            enabled: false,
+            service_name: "nemo".to_string(),
             service_version: env!("CARGO_PKG_VERSION").to_string(),
-            export_strategy: "all_ranks".to_string(),
-            export_rank: 0,
+            export_strategy: "single_rank".to_string(),
+            export_rank: -1,
             export_sample_rate: 1.0,
             sampler_enabled: false,
             traces_enabled: true,
             metrics_enabled: true,
+            logs_enabled: false,
+            span_groups: "default".to_string(),
             exporter: "otlp".to_string(),
             run_id: String::new(),
+            user: String::new(),
+            wandb_entity: String::new(),
+            wandb_project: String::new(),
             metric_export_interval_ms: 10_000,
             allow_reinit: false,
             close_open_spans_on_shutdown: true,
@@ -251,6 +276,8 @@ pub enum ConfigSource {
     File(PathBuf),
     /// Built in code or from defaults.
     Code,
+    /// The environment variable that set the value in question.
+    Variable(String),
 }
 
 impl std::fmt::Display for ConfigSource {
@@ -258,12 +285,16 @@ impl std::fmt::Display for ConfigSource {
         match self {
             ConfigSource::File(p) => write!(f, "{}", p.display()),
             ConfigSource::Code => f.write_str("<config>"),
+            ConfigSource::Variable(name) => write!(f, "from environment variable {name}"),
         }
     }
 }
 
 impl LensConfig {
-    /// Parses a TOML document; `origin` names it in errors. Validates the result.
+    /// Parses a TOML document; `origin` names it in errors. Validates the result, the `exporter`
+    /// shorthand included: a file is Lens's own input and is checked whole when read, so a typo
+    /// fails every rank at once (values from code or the environment are checked as NeMo Lens
+    /// checks them, on the ranks that build exporters).
     pub fn from_toml_str(text: &str, origin: &ConfigSource) -> Result<Self, LensError> {
         let config: LensConfig = toml::from_str(text).map_err(|e| LensError::Config {
             source_name: origin.to_string(),
@@ -271,6 +302,7 @@ impl LensConfig {
             source: Some(Box::new(e)),
         })?;
         config.validate(origin)?;
+        config.check_exporter_shorthand(origin)?;
         Ok(config)
     }
 
@@ -287,11 +319,47 @@ impl LensConfig {
         Ok(config)
     }
 
-    /// Defaults with the process environment applied (`LENS_*`, `NEMO_LENS_*`, `OTEL_*`).
+    /// Defaults with the process environment applied (`NEMO_LENS_*`, then `LENS_*`, and
+    /// `OTEL_*`): NeMo Lens's `NemoLensConfig.from_env()`.
     pub fn from_env() -> Result<Self, LensError> {
+        Self::from_env_with_prefix(&env::EnvPrefix::default())
+    }
+
+    /// Defaults with the process environment applied, NeMo Lens's keys read under `prefix`:
+    /// NeMo Lens's `NemoLensConfig.from_env(prefix, fallback_prefix)`.
+    pub fn from_env_with_prefix(prefix: &env::EnvPrefix) -> Result<Self, LensError> {
         let mut config = Self::default();
-        config.apply_env(&env::ProcessEnv)?;
+        config.apply_env_with_prefix(&env::ProcessEnv, prefix)?;
         Ok(config)
+    }
+
+    /// Checks the `exporter` shorthand when a signal uses it: NeMo Lens checks it only on a rank
+    /// that builds exporters; a file is checked when read.
+    pub fn check_exporter_shorthand(&self, origin: &ConfigSource) -> Result<(), LensError> {
+        self.check_shorthand_for(
+            self.traces.exporters.is_empty(),
+            self.metrics.exporters.is_empty(),
+            origin,
+        )
+    }
+
+    /// Checks the `exporter` shorthand when a signal builds exporters from it: the signal is
+    /// enabled, has no exporter list, and the application injected none (NeMo Lens builds the
+    /// config's exporter only for a signal without an injected one).
+    pub(crate) fn check_shorthand_for(
+        &self,
+        traces_use_it: bool,
+        metrics_use_it: bool,
+        origin: &ConfigSource,
+    ) -> Result<(), LensError> {
+        if traces_use_it || metrics_use_it {
+            ExporterSpec::from_shorthand(&self.exporter).map_err(|m| LensError::Config {
+                source_name: origin.to_string(),
+                message: format!("`exporter`: {m}"),
+                source: None,
+            })?;
+        }
+        Ok(())
     }
 
     /// A file (when given) with the process environment applied on top: what `lens` runs.
@@ -316,18 +384,6 @@ impl LensConfig {
                 "export_sample_rate",
                 format!("{} is not between 0 and 1", self.export_sample_rate),
             ));
-        }
-        if self.export_rank < -1 {
-            return Err(bad(
-                "export_rank",
-                format!(
-                    "{} is not a rank (use -1 for the last rank)",
-                    self.export_rank
-                ),
-            ));
-        }
-        if self.traces.exporters.is_empty() || self.metrics.exporters.is_empty() {
-            ExporterSpec::from_shorthand(&self.exporter).map_err(|m| bad("exporter", m))?;
         }
         check_batch(&self.batch).map_err(|m| bad("batch", m))?;
         if self.wasm_cache.max_mb == 0 {

@@ -16,7 +16,7 @@ use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 
-use crate::config::env::{EnvSource, otlp_endpoint};
+use crate::config::env::{EnvSource, otlp_endpoint, otlp_protocol};
 use crate::config::{OtlpExporterSpec, OtlpProtocol};
 use crate::error::LensError;
 
@@ -48,7 +48,9 @@ impl OtlpSettings {
         signal: &str,
         env: &dyn EnvSource,
     ) -> Self {
-        let protocol = spec.protocol.or(defaults.protocol).unwrap_or_default();
+        let protocol = spec
+            .protocol
+            .unwrap_or_else(|| otlp_protocol(env, defaults.protocol, signal));
         let endpoint = spec
             .endpoint
             .clone()

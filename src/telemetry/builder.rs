@@ -13,14 +13,15 @@ use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider, SpanExporter, SpanPro
 use super::INSTALLED;
 use super::handle::{HandleInner, TelemetryHandle};
 use crate::config::env::{EnvSource, ProcessEnv};
-use crate::config::{BatchConfig, LensConfig};
+use crate::config::{BatchConfig, ConfigSource, LensConfig};
 use crate::error::LensError;
 use crate::pipeline::BuildContext;
 use crate::rank::RankInfo;
 use crate::resource::{ResourceInputs, build_resource, resolve_run_id};
 use crate::strategy::decide_export;
 use crate::trace::{
-    BatchSpanProcessor, ExporterStats, FanOutCore, FanOutSpanProcessor, RankAwareSampler,
+    BatchSpanProcessor, ExporterStats, FanOutCore, FanOutSpanProcessor, LensTracerProvider,
+    RankAwareSampler,
 };
 
 type ExporterFactory = Box<dyn FnOnce(BatchConfig, Arc<ExporterStats>) -> BatchSpanProcessor>;
@@ -132,8 +133,13 @@ impl TelemetryBuilder {
 
     /// Builds and installs the pipeline.
     pub fn install(self) -> Result<TelemetryHandle, LensError> {
+        // Only an enabled setup counts towards NeMo Lens's one-setup-per-process rule; it is
+        // checked before anything else, as there.
+        let claim = GlobalClaim::take(
+            self.install_global && self.config.enabled,
+            self.config.allow_reinit,
+        )?;
         let decision = self.decide()?;
-        let claim = GlobalClaim::take(self.install_global, self.config.allow_reinit)?;
         let metrics_enabled = self.config.metrics_enabled;
         let batch = self.config.batch;
         let (tracer_provider, meter_provider, fanout) = self.build_providers(&decision)?;
@@ -144,18 +150,23 @@ impl TelemetryBuilder {
             }
             _ => Vec::new(),
         };
-        let global = claim.keep();
-        if global {
-            opentelemetry::global::set_tracer_provider(tracer_provider.clone());
-            opentelemetry::global::set_meter_provider(meter_provider.clone());
-        }
         let Decision {
             rank,
             exporting,
             run_id,
             resource,
             sampler,
+            launcher,
         } = decision;
+        let open_spans = fanout.as_ref().and_then(|f| f.open_spans());
+        let tracer_provider = LensTracerProvider::new(tracer_provider, open_spans, launcher);
+        if claim.keep() {
+            opentelemetry::global::set_tracer_provider(tracer_provider.clone());
+            opentelemetry::global::set_meter_provider(meter_provider.clone());
+            if exporting {
+                crate::propagation::install_global_propagator();
+            }
+        }
         Ok(TelemetryHandle {
             inner: Arc::new(HandleInner {
                 tracer_provider,
@@ -168,7 +179,6 @@ impl TelemetryBuilder {
                 resource,
                 batch,
                 shutdown: Mutex::new(None),
-                global,
                 shutdown_timeout: Duration::from_millis(batch.shutdown_timeout_ms),
                 _self_metrics: self_metrics,
             }),
@@ -178,9 +188,32 @@ impl TelemetryBuilder {
     /// Who this rank is, whether it exports, and the resource its signals carry.
     fn decide(&self) -> Result<Decision, LensError> {
         let Self { config, env, .. } = self;
-        config.validate(&crate::config::ConfigSource::Code)?;
+        config.validate(&ConfigSource::Code)?;
         let rank = RankInfo::detect(self.rank, self.world_size, env.as_ref())?;
-        let exporting = config.enabled && decide_export(&rank, config)?;
+        // As in NeMo Lens, the strategy runs (and an unknown one is an error) even when
+        // telemetry is disabled.
+        let exporting = if config.export_strategy == "first_rank_per_node" {
+            // NeMo Lens reads `LOCAL_RANK` itself here, with Python's `int()`.
+            crate::rank::local_rank_from_env(env.as_ref())? == 0
+        } else {
+            decide_export(&rank, config)?
+        } && config.enabled;
+        if exporting {
+            config.check_shorthand_for(
+                config.traces_enabled
+                    && config.traces.exporters.is_empty()
+                    && self.span_exporters.is_empty(),
+                config.metrics_enabled
+                    && config.metrics.exporters.is_empty()
+                    && self.metric_readers.is_empty(),
+                &shorthand_origin(&config.exporter, env.as_ref()),
+            )?;
+        }
+        if exporting && config.logs_enabled {
+            log::warn!(
+                "logs_enabled: Lens exports no logs signal; no logger provider is built (traces and metrics are)"
+            );
+        }
         let run_id = resolve_run_id(&config.run_id, env.as_ref());
         let resource = build_resource(
             &ResourceInputs {
@@ -188,10 +221,13 @@ impl TelemetryBuilder {
                 service_version: &config.service_version,
                 rank,
                 run_id: &run_id,
+                user: &config.user,
+                wandb_entity: &config.wandb_entity,
+                wandb_project: &config.wandb_project,
                 caller: &self.resource_attributes,
             },
             env.as_ref(),
-        )?;
+        );
         let sampler = (exporting && config.sampler_enabled)
             .then(|| RankAwareSampler::new(rank.rank, config.export_sample_rate));
         if let Some(s) = &sampler
@@ -204,12 +240,16 @@ impl TelemetryBuilder {
                 config.export_sample_rate
             );
         }
+        let launcher = exporting
+            .then(|| crate::propagation::launcher_context(env.as_ref()))
+            .flatten();
         Ok(Decision {
             rank,
             exporting,
             run_id,
             resource,
             sampler,
+            launcher,
         })
     }
 
@@ -217,7 +257,7 @@ impl TelemetryBuilder {
         mut self,
         decision: &Decision,
     ) -> Result<(SdkTracerProvider, SdkMeterProvider, Option<Arc<FanOutCore>>), LensError> {
-        if !decision.exporting {
+        if !decision.exporting || crate::trace::sdk_disabled(self.env.as_ref()) {
             // No-op providers: no processors, no readers, nothing recorded.
             return Ok((
                 off_tracer_provider(),
@@ -279,7 +319,7 @@ impl TelemetryBuilder {
             .with_span_processor(FanOutSpanProcessor(core.clone()));
         let builder = match decision.sampler {
             Some(s) => builder.with_sampler(s),
-            None => builder.with_sampler(Sampler::AlwaysOn),
+            None => builder.with_sampler(crate::trace::sampler_from_env(self.env.as_ref())),
         };
         Ok((builder.build(), Some(core)))
     }
@@ -323,6 +363,22 @@ struct Decision {
     run_id: String,
     resource: Resource,
     sampler: Option<RankAwareSampler>,
+    /// The launcher's trace (`TRACEPARENT`), parent of this rank's root spans.
+    launcher: Option<opentelemetry::Context>,
+}
+
+/// Where the `exporter` shorthand came from, for its error: the variable holding that value
+/// when NeMo Lens's or Lens's holds it (a library's own prefix is not known here).
+fn shorthand_origin(exporter: &str, env: &dyn EnvSource) -> ConfigSource {
+    ["NEMO_LENS_EXPORTER", "LENS_EXPORTER"]
+        .into_iter()
+        .find(|name| {
+            env.get(name)
+                .is_some_and(|v| crate::config::python::strip(&v) == exporter)
+        })
+        .map_or(ConfigSource::Code, |name| {
+            ConfigSource::Variable(name.to_string())
+        })
 }
 
 fn off_tracer_provider() -> SdkTracerProvider {
@@ -371,7 +427,8 @@ impl Drop for GlobalClaim {
 /// The plain function for the common case: ranks from the environment when `None`.
 ///
 /// ```
-/// let config = lens::LensConfig { exporter: "none".into(), allow_reinit: true, ..Default::default() };
+/// // The defaults are NeMo Lens's: disabled, and only the last rank exports.
+/// let config = lens::LensConfig { enabled: true, exporter: "none".into(), ..Default::default() };
 /// let handle = lens::setup_telemetry(config, Some(0), Some(1), Vec::new()).unwrap();
 /// assert!(handle.is_exporting());
 /// handle.shutdown(std::time::Duration::from_secs(5)).unwrap();

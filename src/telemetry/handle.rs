@@ -1,7 +1,6 @@
 //! [`TelemetryHandle`]: the installed telemetry of one rank, its statistics and its life
 //! cycle (flush, idempotent shutdown, shutdown on drop).
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,18 +8,18 @@ use opentelemetry::metrics::Meter;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::trace::{SpanExporter, SpanProcessor};
 
-use super::INSTALLED;
 use crate::config::BatchConfig;
 use crate::error::LensError;
 use crate::rank::RankInfo;
 use crate::trace::{
-    BatchSpanProcessor, DeliveryStats, ExporterStats, FanOutCore, self_metrics::Instruments,
+    BatchSpanProcessor, DeliveryStats, ExporterStats, FanOutCore, LensTracer, LensTracerProvider,
+    self_metrics::Instruments,
 };
 
 pub(super) struct HandleInner {
-    pub(super) tracer_provider: SdkTracerProvider,
+    pub(super) tracer_provider: LensTracerProvider,
     pub(super) meter_provider: SdkMeterProvider,
     pub(super) fanout: Option<Arc<FanOutCore>>,
     pub(super) rank: RankInfo,
@@ -30,7 +29,6 @@ pub(super) struct HandleInner {
     pub(super) resource: Resource,
     pub(super) batch: BatchConfig,
     pub(super) shutdown: Mutex<Option<Result<(), String>>>,
-    pub(super) global: bool,
     pub(super) shutdown_timeout: Duration,
     pub(super) _self_metrics: Instruments,
 }
@@ -58,8 +56,9 @@ impl std::fmt::Debug for TelemetryHandle {
 }
 
 impl TelemetryHandle {
-    /// A tracer from this installation's provider.
-    pub fn tracer(&self, name: impl Into<std::borrow::Cow<'static, str>>) -> SdkTracer {
+    /// A tracer from this installation's provider: its root spans join the launcher's trace
+    /// (`TRACEPARENT`), and the spans still open at shutdown are closed there.
+    pub fn tracer(&self, name: impl Into<std::borrow::Cow<'static, str>>) -> LensTracer {
         self.inner.tracer_provider.tracer(name)
     }
 
@@ -69,8 +68,9 @@ impl TelemetryHandle {
         self.inner.meter_provider.meter(name)
     }
 
-    /// The tracer provider (for code that wants to build its own tracers).
-    pub fn tracer_provider(&self) -> &SdkTracerProvider {
+    /// The tracer provider (for code that wants to build its own tracers; the SDK's provider is
+    /// [`LensTracerProvider::sdk_provider`]).
+    pub fn tracer_provider(&self) -> &LensTracerProvider {
         &self.inner.tracer_provider
     }
 
@@ -148,6 +148,7 @@ impl TelemetryHandle {
         std::thread::spawn(move || {
             let traces = inner
                 .tracer_provider
+                .sdk_provider()
                 .force_flush()
                 .map_err(|e| format!("traces: {e}"));
             let metrics = inner
@@ -178,7 +179,7 @@ impl TelemetryHandle {
     /// A `tracing` layer sending `tracing` spans (e.g. from `#[instrument]`) to this
     /// installation's tracer.
     #[cfg(feature = "tracing")]
-    pub fn tracing_layer<S>(&self) -> tracing_opentelemetry::OpenTelemetryLayer<S, SdkTracer>
+    pub fn tracing_layer<S>(&self) -> tracing_opentelemetry::OpenTelemetryLayer<S, LensTracer>
     where
         S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
     {
@@ -196,7 +197,10 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     }
     let mut errors = Vec::new();
     if inner.fanout.is_some()
-        && let Err(e) = inner.tracer_provider.shutdown_with_timeout(timeout)
+        && let Err(e) = inner
+            .tracer_provider
+            .sdk_provider()
+            .shutdown_with_timeout(timeout)
     {
         errors.push(format!("traces: {e}"));
     }
@@ -209,9 +213,7 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     if let Some(f) = &inner.fanout {
         log_stats(inner.rank.rank, &f.stats());
     }
-    if inner.global {
-        INSTALLED.store(false, Ordering::SeqCst);
-    }
+    // The process stays set up, as in NeMo Lens: a later enabled setup needs `allow_reinit`.
     let outcome = if errors.is_empty() {
         Ok(())
     } else {

@@ -5,19 +5,25 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
-use opentelemetry::trace::SpanId;
+use opentelemetry::trace::{SpanContext, SpanId};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{Span, SpanData, SpanProcessor};
 
 use super::stats::{DeliveryStats, ExporterStats};
+use super::tracer::TrackedSpan;
 
-/// Attribute set on spans that were still open at shutdown and ended by Lens.
-pub const TRUNCATED_ATTRIBUTE: &str = "lens.truncated";
+/// Attribute (`true`) and event name on spans that were still open at shutdown and ended
+/// there, as NeMo Lens marks them.
+pub const TRUNCATED_ATTRIBUTE: &str = "nemo.span.truncated";
+/// The attribute of that event saying why.
+pub const TRUNCATED_REASON_KEY: &str = "nemo.span.truncated.reason";
+/// Its value.
+pub const TRUNCATED_REASON: &str = "still open at telemetry shutdown";
 
 const SHARDS: usize = 16;
 
@@ -42,14 +48,35 @@ impl Hasher for SpanIdHasher {
     }
 }
 
-type OpenShard = HashMap<u64, SpanData, BuildHasherDefault<SpanIdHasher>>;
+type OpenShard = HashMap<u64, Weak<TrackedSpan>, BuildHasherDefault<SpanIdHasher>>;
 
-/// Snapshots of the spans started and not yet ended, sharded to keep lock contention low.
-struct OpenSpans {
+/// The recording spans started by the installation's tracers and not dropped yet, sharded to
+/// keep lock contention low.
+pub(crate) struct OpenSpans {
     shards: [Mutex<OpenShard>; SHARDS],
+    /// Orders the spans by start: shutdown ends the latest first.
+    next_seq: AtomicU64,
+    /// Set at shutdown: spans started later are no longer tracked.
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for OpenSpans {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenSpans")
+            .field("started", &self.next_seq.load(Relaxed))
+            .finish()
+    }
 }
 
 impl OpenSpans {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            shards: Default::default(),
+            next_seq: AtomicU64::new(0),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
     fn key(id: SpanId) -> u64 {
         u64::from_be_bytes(id.to_bytes())
     }
@@ -60,25 +87,45 @@ impl OpenSpans {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    fn insert(&self, span: SpanData) {
-        let key = Self::key(span.span_context.span_id());
-        self.shard(key).insert(key, span);
+    /// Registers a recording span the application now holds.
+    pub(crate) fn track(self: &Arc<Self>, span: Span) -> Arc<TrackedSpan> {
+        let seq = self.next_seq.fetch_add(1, Relaxed);
+        let tracked = Arc::new(TrackedSpan::new(seq, span, Arc::downgrade(self)));
+        if !self.closed.load(Relaxed) {
+            let key = Self::key(tracked.context.span_id());
+            self.shard(key).insert(key, Arc::downgrade(&tracked));
+        }
+        tracked
     }
 
-    fn remove(&self, id: SpanId) {
-        let key = Self::key(id);
+    /// Forgets a span the application dropped.
+    pub(crate) fn forget(&self, cx: &SpanContext) {
+        let key = Self::key(cx.span_id());
         self.shard(key).remove(&key);
     }
 
-    fn drain(&self) -> Vec<SpanData> {
-        self.shards
+    /// What the spans still open hold now, innermost (latest started) first; from now on no
+    /// span is tracked.
+    fn close(&self) -> Vec<SpanData> {
+        self.closed.store(true, Relaxed);
+        let mut open: Vec<Arc<TrackedSpan>> = self
+            .shards
             .iter()
             .flat_map(|s| {
-                s.lock()
-                    .unwrap_or_else(|p| p.into_inner())
+                let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
+                shard
                     .drain()
-                    .map(|(_, v)| v)
+                    .filter_map(|(_, w)| w.upgrade())
                     .collect::<Vec<_>>()
+            })
+            .collect();
+        open.sort_by_key(|t| std::cmp::Reverse(t.seq));
+        open.iter()
+            .filter_map(|t| {
+                t.span
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .exported_data()
             })
             .collect()
     }
@@ -88,7 +135,7 @@ pub(crate) struct FanOutCore {
     processors: RwLock<Vec<Box<dyn SpanProcessor>>>,
     exporter_stats: RwLock<Vec<Arc<ExporterStats>>>,
     resource: RwLock<Option<Resource>>,
-    open: Option<OpenSpans>,
+    open: Option<Arc<OpenSpans>>,
     produced: AtomicU64,
     truncated: AtomicU64,
 }
@@ -110,9 +157,7 @@ impl FanOutCore {
             processors: RwLock::default(),
             exporter_stats: RwLock::default(),
             resource: RwLock::default(),
-            open: close_open_spans.then(|| OpenSpans {
-                shards: Default::default(),
-            }),
+            open: close_open_spans.then(OpenSpans::new),
             produced: AtomicU64::new(0),
             truncated: AtomicU64::new(0),
         })
@@ -169,14 +214,26 @@ impl FanOutCore {
         }
     }
 
-    /// Ends every span still open, marked truncated, and hands it on.
+    /// The registry of open spans, when the installation closes them at shutdown.
+    pub(crate) fn open_spans(&self) -> Option<Arc<OpenSpans>> {
+        self.open.clone()
+    }
+
+    /// Ends every span still open, innermost first, with what was recorded on it until now,
+    /// marked truncated (attribute and event, status untouched), and hands it on.
     fn close_open_spans(&self) {
         let Some(open) = &self.open else { return };
         let now = SystemTime::now();
-        for mut span in open.drain() {
+        for mut span in open.close() {
             span.end_time = now;
             span.attributes
                 .push(KeyValue::new(TRUNCATED_ATTRIBUTE, true));
+            span.events.events.push(opentelemetry::trace::Event::new(
+                TRUNCATED_ATTRIBUTE,
+                now,
+                vec![KeyValue::new(TRUNCATED_REASON_KEY, TRUNCATED_REASON)],
+                0,
+            ));
             self.truncated.fetch_add(1, Relaxed);
             self.dispatch(span);
         }
@@ -212,11 +269,6 @@ pub(crate) struct FanOutSpanProcessor(pub(crate) Arc<FanOutCore>);
 
 impl SpanProcessor for FanOutSpanProcessor {
     fn on_start(&self, span: &mut Span, cx: &Context) {
-        if let Some(open) = &self.0.open
-            && let Some(data) = span.exported_data()
-        {
-            open.insert(data);
-        }
         for p in self
             .0
             .processors
@@ -229,9 +281,6 @@ impl SpanProcessor for FanOutSpanProcessor {
     }
 
     fn on_end(&self, span: SpanData) {
-        if let Some(open) = &self.0.open {
-            open.remove(span.span_context.span_id());
-        }
         self.0.dispatch(span);
     }
 

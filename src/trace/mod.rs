@@ -2,12 +2,14 @@
 
 mod fanout;
 mod processor;
-mod sampler;
+pub(crate) mod sampler;
 pub(crate) mod self_metrics;
 mod stats;
+mod tracer;
 
-pub use fanout::TRUNCATED_ATTRIBUTE;
 pub(crate) use fanout::{FanOutCore, FanOutSpanProcessor};
+pub use fanout::{TRUNCATED_ATTRIBUTE, TRUNCATED_REASON, TRUNCATED_REASON_KEY};
 pub use processor::{BatchSpanProcessor, DisabledSpanProcessor};
-pub use sampler::RankAwareSampler;
+pub use sampler::{RankAwareSampler, sampler_from_env, sdk_disabled};
 pub use stats::{DeliveryStats, DropReason, ExporterSnapshot, ExporterStats};
+pub use tracer::{LensSpan, LensTracer, LensTracerProvider};

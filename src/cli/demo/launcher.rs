@@ -3,12 +3,16 @@
 //! summary table at the end.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use lens::LensConfig;
+use lens::opentelemetry::Context;
+use lens::opentelemetry::trace::{
+    SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
+};
 use lens::wasm::builtin::write_jsonl_exporter;
 use lens::wasm::guest_output::escape;
 
@@ -18,9 +22,21 @@ use crate::cli::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
 /// How each rank ended: its summary, or why there is none.
 type RankResult = (u32, Result<RankSummary, String>);
 
+/// What every rank of one run shares.
+struct Job {
+    run_id: String,
+    /// The job's trace, handed to each rank as `TRACEPARENT` (every rank's root spans join it).
+    trace_id: TraceId,
+    trace_env: Vec<(String, String)>,
+    /// The run's output directory.
+    out: PathBuf,
+    /// This binary, started once per rank.
+    exe: PathBuf,
+}
+
 /// The launcher: spawn the ranks, show progress, print the summary table.
 pub fn run(args: DemoArgs) -> ExitCode {
-    let (run_id, out, exe) = match prepare(&args) {
+    let job = match prepare(&args) {
         Ok(prepared) => prepared,
         Err(message) => {
             eprintln!("error: {message}");
@@ -28,14 +44,14 @@ pub fn run(args: DemoArgs) -> ExitCode {
         }
     };
     let started = Instant::now();
-    let results = run_ranks(&args, &run_id, &out, &exe, started);
-    print_table(&results, &out, started.elapsed());
+    let results = run_ranks(&args, &job, started);
+    print_table(&results, &job, started.elapsed());
     let summaries: Vec<&RankSummary> = results
         .iter()
         .filter_map(|(_, r)| r.as_ref().ok())
         .collect();
     let _ = std::fs::write(
-        out.join("summary.json"),
+        job.out.join("summary.json"),
         serde_json::to_string_pretty(&summaries).unwrap_or_default(),
     );
     if results
@@ -49,8 +65,8 @@ pub fn run(args: DemoArgs) -> ExitCode {
 }
 
 /// Checks the arguments and the config, creates the run's output directory (with the built-in
-/// exporter in it for the default job); returns the run id, that directory and this binary.
-fn prepare(args: &DemoArgs) -> Result<(String, PathBuf, PathBuf), String> {
+/// exporter in it for the default job) and the job's trace.
+fn prepare(args: &DemoArgs) -> Result<Job, String> {
     if args.ranks == 0 || args.nodes == 0 || !args.ranks.is_multiple_of(args.nodes) {
         return Err(format!(
             "--ranks ({}) must be a positive multiple of --nodes ({})",
@@ -58,7 +74,13 @@ fn prepare(args: &DemoArgs) -> Result<(String, PathBuf, PathBuf), String> {
         ));
     }
     if let Some(file) = &args.config {
-        LensConfig::load(Some(file)).map_err(|e| e.to_string())?;
+        let config = LensConfig::load(Some(file)).map_err(|e| e.to_string())?;
+        if !config.enabled {
+            return Err(format!(
+                "{}: `enabled` is false (NeMo Lens's default, also when the key is missing): the demo would export nothing; set `enabled = true`",
+                file.display()
+            ));
+        }
     }
     let run_id = format!("demo-{:08x}", rand::random::<u32>());
     let out = args.out.join(&run_id);
@@ -72,23 +94,42 @@ fn prepare(args: &DemoArgs) -> Result<(String, PathBuf, PathBuf), String> {
         })?;
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the lens binary: {e}"))?;
-    Ok((run_id, out, exe))
+    // The launcher's span is not exported (the launcher has no telemetry of its own): in a
+    // backend the ranks' root spans share the trace under a parent shown as missing.
+    let trace_id = TraceId::from(rand::random::<u128>().max(1));
+    let launcher = SpanContext::new(
+        trace_id,
+        SpanId::from(rand::random::<u64>().max(1)),
+        TraceFlags::SAMPLED,
+        false,
+        TraceState::default(),
+    );
+    let trace_env =
+        lens::propagation::environment_carrier(&Context::new().with_remote_span_context(launcher));
+    Ok(Job {
+        run_id,
+        trace_id,
+        trace_env,
+        out,
+        exe,
+    })
 }
 
 /// The command line of one rank.
-fn rank_command(args: &DemoArgs, rank: u32, run_id: &str, out: &Path, exe: &Path) -> Command {
+fn rank_command(args: &DemoArgs, rank: u32, job: &Job) -> Command {
     let per_node = args.ranks / args.nodes;
-    let mut cmd = Command::new(exe);
+    let mut cmd = Command::new(&job.exe);
     cmd.arg("demo-rank")
         .args(["--steps", &args.steps.to_string()])
         .args(["--checkpoint-every", &args.checkpoint_every.to_string()])
         .args(["--step-ms", &args.step_ms.to_string()])
         .arg("--out")
-        .arg(out)
+        .arg(&job.out)
         .env("RANK", rank.to_string())
         .env("WORLD_SIZE", args.ranks.to_string())
         .env("LOCAL_RANK", (rank % per_node).to_string())
-        .env("LENS_RUN_ID", run_id)
+        .env("LENS_RUN_ID", &job.run_id)
+        .envs(job.trace_env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if let Some(c) = &args.config {
@@ -104,13 +145,7 @@ fn rank_command(args: &DemoArgs, rank: u32, run_id: &str, out: &Path, exe: &Path
 }
 
 /// Starts every rank, each watched by its own thread, and waits for all of them.
-fn run_ranks(
-    args: &DemoArgs,
-    run_id: &str,
-    out: &Path,
-    exe: &Path,
-    started: Instant,
-) -> Vec<RankResult> {
+fn run_ranks(args: &DemoArgs, job: &Job, started: Instant) -> Vec<RankResult> {
     let bars = MultiProgress::new();
     let style = ProgressStyle::with_template("rank {prefix:>3} [{bar:30}] {pos}/{len} steps {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -122,7 +157,7 @@ fn run_ranks(
                     .with_style(style.clone())
                     .with_prefix(rank.to_string()),
             );
-            let child = rank_command(args, rank, run_id, out, exe).spawn();
+            let child = rank_command(args, rank, job).spawn();
             std::thread::spawn(move || supervise(rank, child, bar, started))
         })
         .collect();
@@ -189,7 +224,7 @@ fn supervise(
     }
 }
 
-fn print_table(results: &[RankResult], out: &Path, elapsed: Duration) {
+fn print_table(results: &[RankResult], job: &Job, elapsed: Duration) {
     println!(
         "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}  {:>6}  {:>7}  output",
         "rank",
@@ -239,8 +274,9 @@ fn print_table(results: &[RankResult], out: &Path, elapsed: Duration) {
         }
     }
     println!(
-        "run finished in {:.1}s; output in {}",
+        "run finished in {:.1}s; output in {}; trace {}",
         elapsed.as_secs_f64(),
-        out.display()
+        job.out.display(),
+        job.trace_id
     );
 }

@@ -10,7 +10,7 @@ use lens::exporter::json::metrics_json;
 use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::metrics::{Counter, Gauge, Histogram};
 use lens::opentelemetry::trace::{Span, TraceContextExt, Tracer};
-use lens::opentelemetry_sdk::trace::SdkTracer;
+use lens::trace::LensTracer;
 use lens::wasm::builtin::JSONL_EXPORTER_FILE;
 use lens::{InMemoryMetricReader, LensConfig, Telemetry, TelemetryHandle};
 
@@ -71,9 +71,16 @@ fn install(
     if let Some(file) = &args.config {
         return Telemetry::builder(LensConfig::load(Some(file))?).install();
     }
-    let mut config = LensConfig::load(None)?;
-    config.exporter = "none".into();
-    config.service_name = "lens-demo".into();
+    // The demo's own choices, set explicitly (the library's defaults are NeMo Lens's: disabled,
+    // one exporting rank); the environment still overrides them.
+    let mut config = LensConfig {
+        enabled: true,
+        service_name: "lens-demo".into(),
+        export_strategy: "all_ranks".into(),
+        exporter: "none".into(),
+        ..LensConfig::default()
+    };
+    config.apply_env(&lens::config::env::ProcessEnv)?;
     config.traces.exporters = vec![ExporterSpec::Wasm(WasmExporterSpec {
         name: Some("jsonl".into()),
         path: args.out.join(JSONL_EXPORTER_FILE),
@@ -142,7 +149,7 @@ impl Schedule {
 
 /// One training step: its span with the forward/backward and optimizer children (and a
 /// checkpoint every `checkpoint_every` steps).
-fn step(tracer: &SdkTracer, args: &RankArgs, step: u64) {
+fn step(tracer: &LensTracer, args: &RankArgs, step: u64) {
     tracer.in_span("step", |cx| {
         let span = cx.span();
         let mut fb = tracer.start("forward_backward");

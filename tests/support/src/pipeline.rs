@@ -13,12 +13,22 @@ use lens::{LensConfig, TelemetryBuilder, TelemetryHandle};
 /// The longest a test waits for a flush or a shutdown.
 pub const T: Duration = Duration::from_secs(10);
 
-/// A config exporting through the `exporter` shorthand, with a fixed run id.
+/// NeMo Lens's defaults, but enabled and exporting from every rank: what most tests start from
+/// (the library's defaults export nothing).
+pub fn exporting() -> LensConfig {
+    LensConfig {
+        enabled: true,
+        export_strategy: "all_ranks".into(),
+        ..Default::default()
+    }
+}
+
+/// An exporting config through the `exporter` shorthand, with a fixed run id.
 pub fn config(exporter: &str) -> LensConfig {
     LensConfig {
         exporter: exporter.into(),
         run_id: "run42".into(),
-        ..Default::default()
+        ..exporting()
     }
 }
 

@@ -13,6 +13,8 @@ use lens::testing::RecordingSpanExporter;
 use lens::trace::ExporterStats;
 use lens::wasm::WasmSpanExporter;
 use lens::{LensConfig, Telemetry, TelemetryHandle};
+
+use crate::pipeline::exporting;
 pub use lens_test_guests::{HOSTILE, RECORDER};
 
 /// An entry for the component at `path` with these settings and a 1 s call deadline.
@@ -53,7 +55,7 @@ pub fn install(
     let mut config = LensConfig {
         run_id: "wasm".into(),
         metrics_enabled: false,
-        ..Default::default()
+        ..exporting()
     };
     config.batch.max_export_batch_size = batch;
     config.traces = SignalConfig {
@@ -83,7 +85,7 @@ pub fn install_alone(
         traces: SignalConfig {
             exporters: vec![ExporterSpec::Wasm(spec)],
         },
-        ..Default::default()
+        ..exporting()
     };
     let mut builder = Telemetry::builder(config)
         .env(HashMap::<String, String>::new())

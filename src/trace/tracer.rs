@@ -1,0 +1,208 @@
+//! [`LensTracer`]: the SDK's tracer with two things added.
+//!
+//! - **Open spans are tracked.** Each recording span it starts is registered (by a weak
+//!   reference) with the installation's fan-out; at shutdown, the spans still open are ended
+//!   there with everything recorded on them until then, innermost first, marked
+//!   `nemo.span.truncated` (attribute and event), as NeMo Lens's closer does. The SDK's own span
+//!   stays with the application: once the provider is shut down, ending it exports nothing more.
+//! - **Root spans join the launcher's trace.** When the environment carries a W3C
+//!   `TRACEPARENT` (and `TRACESTATE`), a span started without a parent gets that remote context as
+//!   its parent, so every rank of a job lands in one trace.
+//!
+//! [`LensTracerProvider`] hands out these tracers (and is what Lens installs globally).
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::SystemTime;
+
+use opentelemetry::trace::{
+    SpanBuilder, SpanContext, Status, TraceContextExt, Tracer, TracerProvider,
+};
+use opentelemetry::{Context, InstrumentationScope, KeyValue};
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, Span as SdkSpan};
+
+use super::fanout::OpenSpans;
+
+/// The tracer of a Lens installation (see the module's documentation).
+#[derive(Clone, Debug)]
+pub struct LensTracer {
+    inner: SdkTracer,
+    open: Option<Arc<OpenSpans>>,
+    launcher: Option<Context>,
+}
+
+impl LensTracer {
+    /// The SDK's tracer underneath.
+    pub fn sdk_tracer(&self) -> &SdkTracer {
+        &self.inner
+    }
+}
+
+impl Tracer for LensTracer {
+    type Span = LensSpan;
+
+    fn build_with_context(&self, builder: SpanBuilder, parent_cx: &Context) -> LensSpan {
+        let parent = match &self.launcher {
+            Some(launcher) if !parent_cx.has_active_span() => launcher,
+            _ => parent_cx,
+        };
+        let span = self.inner.build_with_context(builder, parent);
+        match &self.open {
+            Some(open) if opentelemetry::trace::Span::is_recording(&span) => {
+                LensSpan(Inner::Tracked(open.track(span)))
+            }
+            _ => LensSpan(Inner::Plain(span)),
+        }
+    }
+}
+
+/// A span one of the installation's tracers started.
+#[derive(Debug)]
+pub struct LensSpan(Inner);
+
+#[derive(Debug)]
+// A non-recording span stays inline: starting one must cost no allocation (sampled-out ranks).
+#[allow(clippy::large_enum_variant)]
+enum Inner {
+    /// Not recording, or the installation does not close open spans.
+    Plain(SdkSpan),
+    /// Registered: shutdown may end it.
+    Tracked(Arc<TrackedSpan>),
+}
+
+/// A recording span shared between the application and the registry of open spans.
+#[derive(Debug)]
+pub(crate) struct TrackedSpan {
+    /// Its place in the order spans were started (shutdown ends the latest first).
+    pub(crate) seq: u64,
+    pub(crate) context: SpanContext,
+    pub(crate) span: Mutex<SdkSpan>,
+    pub(crate) registry: Weak<OpenSpans>,
+}
+
+impl Drop for TrackedSpan {
+    fn drop(&mut self) {
+        if let Some(open) = self.registry.upgrade() {
+            open.forget(&self.context);
+        }
+    }
+}
+
+impl TrackedSpan {
+    pub(crate) fn new(seq: u64, span: SdkSpan, registry: Weak<OpenSpans>) -> Self {
+        Self {
+            seq,
+            context: opentelemetry::trace::Span::span_context(&span).clone(),
+            span: Mutex::new(span),
+            registry,
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut SdkSpan) -> R) -> R {
+        f(&mut self.span.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl LensSpan {
+    fn with<R>(&mut self, f: impl FnOnce(&mut SdkSpan) -> R) -> R {
+        match &mut self.0 {
+            Inner::Plain(span) => f(span),
+            Inner::Tracked(t) => t.with(f),
+        }
+    }
+}
+
+impl opentelemetry::trace::Span for LensSpan {
+    fn add_event_with_timestamp<T>(
+        &mut self,
+        name: T,
+        timestamp: SystemTime,
+        attributes: Vec<KeyValue>,
+    ) where
+        T: Into<Cow<'static, str>>,
+    {
+        self.with(|s| s.add_event_with_timestamp(name, timestamp, attributes));
+    }
+
+    fn span_context(&self) -> &SpanContext {
+        match &self.0 {
+            Inner::Plain(span) => span.span_context(),
+            Inner::Tracked(t) => &t.context,
+        }
+    }
+
+    fn is_recording(&self) -> bool {
+        match &self.0 {
+            Inner::Plain(span) => span.is_recording(),
+            Inner::Tracked(t) => t.with(|s| s.is_recording()),
+        }
+    }
+
+    fn set_attribute(&mut self, attribute: KeyValue) {
+        self.with(|s| s.set_attribute(attribute));
+    }
+
+    fn set_attributes(&mut self, attributes: impl IntoIterator<Item = KeyValue>) {
+        self.with(|s| s.set_attributes(attributes));
+    }
+
+    fn set_status(&mut self, status: Status) {
+        self.with(|s| s.set_status(status));
+    }
+
+    fn update_name<T>(&mut self, new_name: T)
+    where
+        T: Into<Cow<'static, str>>,
+    {
+        self.with(|s| s.update_name(new_name));
+    }
+
+    fn add_link(&mut self, span_context: SpanContext, attributes: Vec<KeyValue>) {
+        self.with(|s| s.add_link(span_context, attributes));
+    }
+
+    fn end_with_timestamp(&mut self, timestamp: SystemTime) {
+        self.with(|s| s.end_with_timestamp(timestamp));
+    }
+}
+
+/// Hands out [`LensTracer`]s over the SDK's provider: what `TelemetryHandle::tracer_provider`
+/// returns and what Lens installs as the global provider.
+#[derive(Clone, Debug)]
+pub struct LensTracerProvider {
+    inner: SdkTracerProvider,
+    open: Option<Arc<OpenSpans>>,
+    launcher: Option<Context>,
+}
+
+impl LensTracerProvider {
+    pub(crate) fn new(
+        inner: SdkTracerProvider,
+        open: Option<Arc<OpenSpans>>,
+        launcher: Option<Context>,
+    ) -> Self {
+        Self {
+            inner,
+            open,
+            launcher,
+        }
+    }
+
+    /// The SDK's provider underneath (its tracers neither close open spans nor join the
+    /// launcher's trace).
+    pub fn sdk_provider(&self) -> &SdkTracerProvider {
+        &self.inner
+    }
+}
+
+impl TracerProvider for LensTracerProvider {
+    type Tracer = LensTracer;
+
+    fn tracer_with_scope(&self, scope: InstrumentationScope) -> LensTracer {
+        LensTracer {
+            inner: self.inner.tracer_with_scope(scope),
+            open: self.open.clone(),
+            launcher: self.launcher.clone(),
+        }
+    }
+}

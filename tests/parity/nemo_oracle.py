@@ -1,0 +1,191 @@
+"""The oracle of Lens's differential suite (`tests/parity.rs`): the real NeMo Lens, run.
+
+Reads one JSON request on stdin and writes one JSON answer on stdout. Every answer comes from
+calling NeMo Lens itself (`nemo-lens[sdk]==0.1.0`, Python 3.13); nothing here re-implements its
+rules. Modes:
+
+- ``config``: ``NemoLensConfig.from_env(prefix, fallback_prefix)`` under each case's environment.
+- ``decisions``: which ranks export (``setup_telemetry``'s own strategy dispatch) for every world
+  size, and which ranks the ``RankAwareSampler`` keeps.
+- ``setup``: one ``setup_telemetry`` call (a fresh process per case: the OpenTelemetry globals can
+  be set once) with in-memory exporters: whether the rank exports, the resource, how many of
+  three spans were recorded, the sampler and the propagator.
+- ``sequence``: several ``setup_telemetry`` calls in one process (the one-setup rule).
+"""
+
+import json
+import os
+import sys
+
+from nemo.lens import NemoLensConfig, setup_telemetry
+from nemo.lens import handle as nemo_handle
+from nemo.lens.sampling import RankAwareSampler
+
+CONFIG_FIELDS = [
+    "enabled",
+    "service_name",
+    "export_strategy",
+    "export_rank",
+    "export_sample_rate",
+    "sampler_enabled",
+    "traces_enabled",
+    "metrics_enabled",
+    "logs_enabled",
+    "span_groups",
+    "exporter",
+    "run_id",
+    "user",
+    "wandb_entity",
+    "wandb_project",
+]
+
+
+def set_environment(env: dict) -> None:
+    """Exactly `env` (plus what Python itself needs), nothing inherited from the test runner."""
+    keep = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    os.environ.clear()
+    os.environ.update(keep)
+    os.environ.update(env)
+
+
+def number(value):
+    """JSON has no NaN or infinities: those travel as strings."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return repr(value)
+    return value
+
+
+def config_case(case: dict) -> dict:
+    set_environment(case["env"])
+    try:
+        config = NemoLensConfig.from_env(case["prefix"], case.get("fallback"))
+    except Exception as exc:  # every rejection, whatever its type, is compared as an error
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {"config": {f: number(getattr(config, f)) for f in CONFIG_FIELDS}}
+
+
+def make_config(fields: dict) -> NemoLensConfig:
+    return NemoLensConfig(**fields)
+
+
+def decisions(request: dict) -> dict:
+    out = []
+    for case in request["cases"]:
+        set_environment(case.get("env", {}))
+        config = make_config(case["config"])
+        worlds = {}
+        for world in request["worlds"]:
+            bits = []
+            for rank in range(world):
+                try:
+                    bits.append("1" if nemo_handle._should_export(config, rank, world) else "0")
+                except Exception as exc:
+                    bits = [f"error: {type(exc).__name__}: {exc}"]
+                    break
+            worlds[str(world)] = "".join(bits)
+        out.append(worlds)
+    sampler = {}
+    for rate in request["sampler_rates"]:
+        keeps = [
+            RankAwareSampler(rank, request["sampler_ranks"], rate)._should_sample
+            for rank in range(request["sampler_ranks"])
+        ]
+        sampler[repr(rate)] = "".join("1" if k else "0" for k in keeps)
+    return {"strategies": out, "sampler": sampler}
+
+
+def attribute(value):
+    kind = type(value).__name__
+    if isinstance(value, (list, tuple)):
+        return [kind, [attribute(v) for v in value]]
+    return [kind, number(value)]
+
+
+def one_setup(case: dict) -> dict:
+    """A setup_telemetry call; its spans go to an in-memory exporter."""
+    from opentelemetry import propagate, trace
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    spans = InMemorySpanExporter()
+    reader = InMemoryMetricReader()
+    config = make_config(case["config"])
+    try:
+        handle = setup_telemetry(
+            config,
+            rank=case["rank"],
+            world_size=case["world_size"],
+            resource_attributes=case.get("resource_attributes"),
+            span_exporter=spans if case.get("inject", True) else None,
+            metric_reader=reader if case.get("inject", True) else None,
+            _allow_reinit=case.get("allow_reinit", False),
+        )
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    for name in ("a", "b", "c"):
+        with handle.tracer.start_as_current_span(name):
+            pass
+    provider = trace.get_tracer_provider()
+    result = {
+        "is_exporting": handle.is_exporting,
+        "run_id": config.run_id,
+        "tracer": type(handle.tracer).__name__,
+        "propagator": sorted(propagate.get_global_textmap().fields),
+    }
+    if hasattr(provider, "force_flush"):
+        provider.force_flush()
+        result["spans"] = len(spans.get_finished_spans())
+        result["sampler"] = provider.sampler.get_description()
+        result["resource"] = {
+            k: attribute(v) for k, v in provider.resource.attributes.items()
+        }
+    return result
+
+
+def setup(case: dict) -> dict:
+    set_environment(case["env"])
+    return one_setup(case)
+
+
+def sequence(request: dict) -> list:
+    set_environment(request["env"])
+    out = []
+    for case in request["calls"]:
+        try:
+            setup_telemetry(
+                make_config(case["config"]),
+                rank=0,
+                world_size=1,
+                span_exporter=_null_exporter(),
+                _allow_reinit=case.get("allow_reinit", False),
+            )
+            out.append("ok")
+        except Exception as exc:
+            out.append(f"error: {type(exc).__name__}: {exc}")
+    return out
+
+
+def _null_exporter():
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    return InMemorySpanExporter()
+
+
+def main() -> None:
+    request = json.load(sys.stdin)
+    mode = request["mode"]
+    if mode == "config":
+        answer = [config_case(c) for c in request["cases"]]
+    elif mode == "decisions":
+        answer = decisions(request)
+    elif mode == "setup":
+        answer = setup(request["case"])
+    elif mode == "sequence":
+        answer = sequence(request)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    json.dump(answer, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
