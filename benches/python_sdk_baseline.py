@@ -11,8 +11,8 @@ import time
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-
-# One encoder for every line, as in the Python guest (`json.dumps` with options builds one per call).
+# One encoder for every line, as in the Python guest (`json.dumps` with options builds one per
+# call).
 ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
@@ -24,21 +24,25 @@ class JsonLinesExporter(SpanExporter):
         lines = []
         for s in spans:
             cx = s.context
-            lines.append(ENCODE({
-                "name": s.name,
-                "trace_id": f"{cx.trace_id:032x}",
-                "span_id": f"{cx.span_id:016x}",
-                "parent_span_id": f"{s.parent.span_id if s.parent else 0:016x}",
-                "kind": s.kind.name.lower(),
-                "start_unix_nano": s.start_time,
-                "end_unix_nano": s.end_time,
-                "duration_ns": s.end_time - s.start_time,
-                "status": {"code": s.status.status_code.name.lower()},
-                "attributes": dict(s.attributes),
-                "events": [],
-                "links": [],
-                "scope": s.instrumentation_scope.name,
-            }))
+            lines.append(
+                ENCODE(
+                    {
+                        "name": s.name,
+                        "trace_id": f"{cx.trace_id:032x}",
+                        "span_id": f"{cx.span_id:016x}",
+                        "parent_span_id": f"{s.parent.span_id if s.parent else 0:016x}",
+                        "kind": s.kind.name.lower(),
+                        "start_unix_nano": s.start_time,
+                        "end_unix_nano": s.end_time,
+                        "duration_ns": s.end_time - s.start_time,
+                        "status": {"code": s.status.status_code.name.lower()},
+                        "attributes": dict(s.attributes),
+                        "events": [],
+                        "links": [],
+                        "scope": s.instrumentation_scope.name,
+                    }
+                )
+            )
         self.out.write("\n".join(lines) + "\n")
         return SpanExportResult.SUCCESS
 
@@ -53,7 +57,9 @@ class JsonLinesExporter(SpanExporter):
 def main():
     n, path = int(sys.argv[1]), sys.argv[2]
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(JsonLinesExporter(path), max_queue_size=n, max_export_batch_size=512))
+    provider.add_span_processor(
+        BatchSpanProcessor(JsonLinesExporter(path), max_queue_size=n, max_export_batch_size=512)
+    )
     tracer = provider.get_tracer("bench")
     started = time.perf_counter()
     for i in range(n):

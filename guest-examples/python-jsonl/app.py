@@ -72,7 +72,9 @@ class SpanExporter(exports.SpanExporter):
             try:
                 SpanExporter.out = open(path, "a", encoding="utf-8")
             except OSError as e:
-                raise Err(f"cannot open {path}: {e} (is its directory pre-opened read-write?)")
+                raise Err(
+                    f"cannot open {path}: {e} (is its directory pre-opened read-write?)"
+                ) from e
         else:
             SpanExporter.out = sys.stdout
         SpanExporter.open = True
@@ -112,11 +114,11 @@ class SpanExporter(exports.SpanExporter):
                         ],
                         "links": [
                             {
-                                "trace_id": l["traceId"],
-                                "span_id": l["spanId"],
-                                "attributes": attributes(l.get("attributes", ())),
+                                "trace_id": link["traceId"],
+                                "span_id": link["spanId"],
+                                "attributes": attributes(link.get("attributes", ())),
                             }
-                            for l in s.get("links", ())
+                            for link in s.get("links", ())
                         ],
                         "scope": scope,
                     }

@@ -136,9 +136,7 @@ def one_setup(case: dict) -> dict:
         provider.force_flush()
         result["spans"] = len(spans.get_finished_spans())
         result["sampler"] = provider.sampler.get_description()
-        result["resource"] = {
-            k: attribute(v) for k, v in provider.resource.attributes.items()
-        }
+        result["resource"] = {k: attribute(v) for k, v in provider.resource.attributes.items()}
     return result
 
 
