@@ -243,3 +243,58 @@ fn the_effective_config_from_the_environment_is_nemo_lens_s() {
     );
     assert!(cases.len() > 150, "only {} cases", cases.len());
 }
+
+#[test]
+fn the_otlp_transport_per_signal_is_nemo_lens_s() {
+    use lens::config::OtlpProtocol;
+    use lens::config::env::otlp_protocol;
+    let values = [
+        None,
+        Some("grpc"),
+        Some("http/protobuf"),
+        Some("HTTP/JSON"),
+        Some(" http/json "),
+        Some(""),
+        Some("  "),
+        Some("thrift"),
+    ];
+    let mut cases: Vec<HashMap<String, String>> = Vec::new();
+    for general in values {
+        for traces in values {
+            for metrics in [None, Some("http/protobuf"), Some("")] {
+                let mut env = HashMap::new();
+                for (name, v) in [
+                    ("OTEL_EXPORTER_OTLP_PROTOCOL", general),
+                    ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", traces),
+                    ("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", metrics),
+                    ("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", traces),
+                ] {
+                    if let Some(v) = v {
+                        env.insert(name.to_string(), v.to_string());
+                    }
+                }
+                cases.push(env);
+            }
+        }
+    }
+    let answers = ask(&json!({"mode": "protocols", "cases": cases}));
+    let mut failures = Vec::new();
+    for (env, nemo) in cases.iter().zip(answers.as_array().unwrap()) {
+        let mut config = LensConfig::default();
+        config.apply_env(env).unwrap();
+        for signal in ["traces", "metrics", "logs"] {
+            let lens = match otlp_protocol(env, config.otlp.protocol, signal) {
+                OtlpProtocol::Grpc => "grpc",
+                OtlpProtocol::HttpProtobuf => "http",
+            };
+            if nemo[signal] != lens {
+                failures.push(format!(
+                    "{env:?} {signal}: lens {lens} nemo {}",
+                    nemo[signal]
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(cases.len(), 192);
+}

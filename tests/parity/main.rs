@@ -2,7 +2,7 @@
 //! `nemo_oracle.py`), given the same environment and the same inputs.
 //!
 //! - [`config`]: the effective configuration read from the environment (prefixes, stripping,
-//!   Python's numbers and booleans, what is rejected);
+//!   Python's numbers and booleans, what is rejected) and the OTLP transport per signal;
 //! - [`decisions`]: which ranks export, under every strategy, for world sizes 1…64, and which
 //!   ranks the rank-aware sampler keeps;
 //! - [`setup`]: whole setups — whether the rank exports, the full resource, what is recorded under

@@ -11,6 +11,8 @@ rules. Modes:
   be set once) with in-memory exporters: whether the rank exports, the resource, how many of
   three spans were recorded, the sampler and the propagator.
 - ``sequence``: several ``setup_telemetry`` calls in one process (the one-setup rule).
+- ``protocols``: the OTLP transport NeMo Lens picks per signal (``_resolve_otlp_protocol``, then
+  its ``prefer_http`` test).
 """
 
 import json
@@ -169,6 +171,20 @@ def _null_exporter():
     return InMemorySpanExporter()
 
 
+def protocols(request: dict) -> list:
+    from nemo.lens import providers
+
+    out = []
+    for env in request["cases"]:
+        set_environment(env)
+        picked = {}
+        for signal in ("traces", "metrics", "logs"):
+            protocol = providers._resolve_otlp_protocol(signal)
+            picked[signal] = "http" if protocol in ("http/protobuf", "http/json") else "grpc"
+        out.append(picked)
+    return out
+
+
 def main() -> None:
     request = json.load(sys.stdin)
     mode = request["mode"]
@@ -180,6 +196,8 @@ def main() -> None:
         answer = setup(request["case"])
     elif mode == "sequence":
         answer = sequence(request)
+    elif mode == "protocols":
+        answer = protocols(request)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     json.dump(answer, sys.stdout)
