@@ -123,6 +123,21 @@ impl ExporterStats {
         self.latency.record(elapsed);
     }
 
+    /// Records one export call of `spans` spans made outside Lens's batch processor (the
+    /// Python package's exporter, called by the Python SDK's processor): received, then
+    /// exported or dropped as failed.
+    pub fn record_direct_export(&self, spans: u64, ok: bool, elapsed: Duration) {
+        self.received.fetch_add(spans, Relaxed);
+        self.record_batch(spans, ok, elapsed);
+    }
+
+    /// Records `spans` spans handed to an exporter already shut down, outside Lens's batch
+    /// processor: received and dropped at shutdown.
+    pub fn record_direct_after_shutdown(&self, spans: u64) {
+        self.received.fetch_add(spans, Relaxed);
+        self.dropped_shutdown.fetch_add(spans, Relaxed);
+    }
+
     /// A consistent-enough copy of the counters.
     pub fn snapshot(&self) -> ExporterSnapshot {
         ExporterSnapshot {

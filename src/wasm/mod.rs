@@ -106,6 +106,14 @@ impl WasmSpanExporter {
         };
         let stats = Arc::new(ExporterStats::new(name));
         let batch = config.batch.with_overrides(&spec.batch);
+        // The checks a config file gets, for an entry built in code.
+        crate::config::ExporterSpec::Wasm(spec.clone())
+            .validate(&config.batch)
+            .map_err(|message| LensError::Config {
+                source_name: format!("wasm exporter `{name}`"),
+                message,
+                source: None,
+            })?;
         let exporter = Self::build(name, spec, &batch, &inputs, stats.clone())
             .map_err(|source| setup_error(name, spec, source))?;
         Ok((exporter, stats))

@@ -1,0 +1,94 @@
+"""Hostile guests under the Python SDK's processor: a trap, an endless loop, a memory bomb and a
+call blocked in a host call each fail their batches (never an exception into the SDK's thread),
+the Python process keeps running, and every span is counted once."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import lens
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+
+def hostile(guests, mode: str, **settings) -> lens.WasmSpanExporter:
+    return lens.WasmSpanExporter(
+        guests["hostile"],
+        settings={"mode": mode, **settings},
+        call_timeout_ms=300,
+        memory_limit_mib=32,
+        name=f"hostile-{mode}",
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "settings", "fault"),
+    [
+        ("loop", {}, "deadline"),
+        ("memory-bomb", {}, "memory limit"),
+        ("panic-on-boom", {}, "unreachable"),
+        ("slow", {"sleep_ms": "60000"}, "deadline"),
+    ],
+)
+def test_a_hostile_guest_fails_its_batches_and_training_goes_on(
+    guests, mode, settings, fault, caplog
+):
+    exporter = hostile(guests, mode, **settings)
+    oracle = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(oracle))
+    provider.add_span_processor(
+        BatchSpanProcessor(exporter, max_export_batch_size=10, schedule_delay_millis=10)
+    )
+    tracer = provider.get_tracer("train")
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING):
+        for i in range(30):
+            with tracer.start_as_current_span("boom" if i % 10 == 0 else "step"):
+                pass
+        provider.force_flush()
+        provider.shutdown()
+    # The application thread never waited on the guest: 30 spans are quick even when every
+    # export runs into a 300 ms deadline.
+    assert len(oracle.get_finished_spans()) == 30
+    stats = exporter.stats()
+    assert stats["received"] == 30, stats
+    assert stats["exported"] + stats["dropped"] == 30, stats
+    assert stats["dropped"] > 0, stats
+    assert stats["traps"].get(fault, 0) >= 1, stats
+    assert any(fault in r.getMessage() for r in caplog.records), [
+        r.getMessage() for r in caplog.records
+    ]
+    assert time.monotonic() - started < 60
+
+
+def test_export_returns_failure_and_the_next_instance_works(guests):
+    exporter = hostile(guests, "panic-on-boom")
+    provider = TracerProvider()
+    tracer = provider.get_tracer("t")
+    ended = []
+    for name in ("boom", "fine"):
+        span = tracer.start_span(name)
+        span.end()
+        ended.append(span)
+    assert exporter.export([ended[0]]) is SpanExportResult.FAILURE
+    # The trapped instance is gone; the next batch waits out the backoff, then a fresh one.
+    deadline = time.monotonic() + 5
+    while exporter.export([ended[1]]) is not SpanExportResult.SUCCESS:
+        assert time.monotonic() < deadline, exporter.stats()
+        time.sleep(0.1)
+    stats = exporter.stats()
+    assert stats["restarts"] == 1 and stats["traps"] == {"unreachable": 1}, stats
+    exporter.shutdown()
+    assert exporter.export([ended[1]]) is SpanExportResult.FAILURE
+    assert exporter.stats()["dropped_shutdown"] == 1
+
+
+def test_spans_that_cannot_be_read_fail_the_batch_without_raising(guests):
+    exporter = hostile(guests, "noop")
+    assert exporter.export([object()]) is SpanExportResult.FAILURE
+    stats = exporter.stats()
+    assert stats["received"] == 1 and stats["dropped_export_failed"] == 1, stats
