@@ -20,7 +20,7 @@ use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
 
 /// The spans of one batch, and the resource of the first (the SDK's batch processor hands over
 /// spans of one provider).
@@ -29,18 +29,27 @@ pub struct Batch {
     pub resource: Option<Py<PyAny>>,
 }
 
+/// What one batch reads once and reuses: the scope, kind and status-code objects its spans
+/// share, keyed by identity.
+#[derive(Default)]
+struct Seen {
+    scopes: HashMap<usize, InstrumentationScope>,
+    kinds: HashMap<usize, SpanKind>,
+    codes: HashMap<usize, u8>,
+}
+
 /// Reads every span of `spans` (any iterable of `ReadableSpan`).
 pub fn batch(spans: &Bound<'_, PyAny>) -> PyResult<Batch> {
     let mut out = Vec::with_capacity(spans.len().unwrap_or(0));
     let mut resource = None;
-    // Spans of one tracer share their scope object: read it once per batch.
-    let mut scopes: HashMap<usize, InstrumentationScope> = HashMap::new();
+    let mut seen = Seen::default();
     for span in spans.try_iter()? {
         let span = span?;
+        let fields = Fields::of(&span)?;
         if resource.is_none() {
-            resource = Some(span.getattr(intern!(span.py(), "resource"))?.unbind());
+            resource = Some(fields.resource.clone().unbind());
         }
-        out.push(span_data(&span, &mut scopes)?);
+        out.push(fields.span_data(&mut seen)?);
     }
     Ok(Batch {
         spans: out,
@@ -48,90 +57,223 @@ pub fn batch(spans: &Bound<'_, PyAny>) -> PyResult<Batch> {
     })
 }
 
-fn span_data(
-    span: &Bound<'_, PyAny>,
-    scopes: &mut HashMap<usize, InstrumentationScope>,
-) -> PyResult<SpanData> {
-    let py = span.py();
-    let context = span.getattr(intern!(py, "context"))?;
-    let parent = span.getattr(intern!(py, "parent"))?;
-    let (parent_span_id, parent_span_is_remote) = if parent.is_none() {
-        (SpanId::INVALID, false)
-    } else {
-        let id: u64 = parent.getattr(intern!(py, "span_id"))?.extract()?;
-        let remote: bool = parent.getattr(intern!(py, "is_remote"))?.extract()?;
-        (SpanId::from(id), remote)
-    };
-    let kind: u8 = span
-        .getattr(intern!(py, "kind"))?
-        .getattr(intern!(py, "value"))?
-        .extract()?;
-    let (attributes, dropped_attributes_count) = attributes_of(span)?;
-    let dropped_attributes_count = dropped(span, intern!(py, "dropped_attributes"))
-        .map(|d| d.max(dropped_attributes_count))?;
-    let mut events = SpanEvents::default();
-    for event in span.getattr(intern!(py, "events"))?.try_iter()? {
-        let event = event?;
-        let (attrs, dropped) = attributes_of(&event)?;
-        events.events.push(Event::new(
-            text(&event.getattr(intern!(py, "name"))?)?,
-            time(&event.getattr(intern!(py, "timestamp"))?)?,
-            attrs,
-            dropped,
-        ));
-    }
-    events.dropped_count = dropped(span, intern!(py, "dropped_events"))?;
-    let mut links = SpanLinks::default();
-    for link in span.getattr(intern!(py, "links"))?.try_iter()? {
-        let link = link?;
-        let (attrs, dropped) = attributes_of(&link)?;
-        links.links.push(Link::new(
-            span_context(&link.getattr(intern!(py, "context"))?)?,
-            attrs,
-            dropped,
-        ));
-    }
-    links.dropped_count = dropped(span, intern!(py, "dropped_links"))?;
-    let scope = span.getattr(intern!(py, "instrumentation_scope"))?;
-    let scope = match scopes.get(&(scope.as_ptr() as usize)) {
-        Some(s) => s.clone(),
-        None => {
-            let s = instrumentation_scope(&scope)?;
-            scopes.insert(scope.as_ptr() as usize, s.clone());
-            s
-        }
-    };
-    Ok(SpanData {
-        span_context: span_context(&context)?,
-        parent_span_id,
-        parent_span_is_remote,
-        span_kind: match kind {
-            1 => SpanKind::Server,
-            2 => SpanKind::Client,
-            3 => SpanKind::Producer,
-            4 => SpanKind::Consumer,
-            _ => SpanKind::Internal,
-        },
-        name: Cow::Owned(text(&span.getattr(intern!(py, "name"))?)?),
-        start_time: time(&span.getattr(intern!(py, "start_time"))?)?,
-        end_time: time(&span.getattr(intern!(py, "end_time"))?)?,
-        attributes,
-        dropped_attributes_count,
-        events,
-        links,
-        status: status(&span.getattr(intern!(py, "status"))?)?,
-        instrumentation_scope: scope,
-    })
+/// The Python objects of one span's fields. The SDK's own `ReadableSpan` keeps them in its
+/// instance dictionary (`_name`, `_context`, …), read there directly: its public properties run
+/// Python code and copy (`attributes` wraps a proxy, `events` builds a tuple), and reading
+/// them all costs more than the rest of the conversion together (`docs/benchmarks.md`). Any
+/// other object (a subclass that hides them, another SDK version, a stand-in) is read through
+/// the public API; the two readings give the same span (`python/tests/test_fields.py`).
+struct Fields<'py> {
+    name: Bound<'py, PyAny>,
+    context: Bound<'py, PyAny>,
+    parent: Bound<'py, PyAny>,
+    kind: Bound<'py, PyAny>,
+    start_time: Bound<'py, PyAny>,
+    end_time: Bound<'py, PyAny>,
+    /// `BoundedAttributes`, a plain mapping, or `None`.
+    attributes: Bound<'py, PyAny>,
+    /// `BoundedList`s or plain sequences.
+    events: Bound<'py, PyAny>,
+    links: Bound<'py, PyAny>,
+    status: Bound<'py, PyAny>,
+    scope: Bound<'py, PyAny>,
+    resource: Bound<'py, PyAny>,
+    /// The public path's dropped counts (the private path reads them off the containers).
+    dropped: Option<[u32; 3]>,
 }
 
-/// A `SpanContext`: ids, flags, trace state (through its W3C header) and the remote flag.
+impl<'py> Fields<'py> {
+    fn of(span: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let py = span.py();
+        if let Ok(dict) = span.getattr(intern!(py, "__dict__"))
+            && let Ok(dict) = dict.cast_into::<PyDict>()
+        {
+            let get = |key: &Bound<'py, PyString>| dict.get_item(key).ok().flatten();
+            if let (
+                Some(name),
+                Some(context),
+                Some(parent),
+                Some(kind),
+                Some(start_time),
+                Some(end_time),
+                Some(attributes),
+                Some(events),
+                Some(links),
+                Some(status),
+                Some(scope),
+                Some(resource),
+            ) = (
+                get(intern!(py, "_name")),
+                get(intern!(py, "_context")),
+                get(intern!(py, "_parent")),
+                get(intern!(py, "_kind")),
+                get(intern!(py, "_start_time")),
+                get(intern!(py, "_end_time")),
+                get(intern!(py, "_attributes")),
+                get(intern!(py, "_events")),
+                get(intern!(py, "_links")),
+                get(intern!(py, "_status")),
+                get(intern!(py, "_instrumentation_scope")),
+                get(intern!(py, "_resource")),
+            ) {
+                return Ok(Self {
+                    name,
+                    context,
+                    parent,
+                    kind,
+                    start_time,
+                    end_time,
+                    attributes,
+                    events,
+                    links,
+                    status,
+                    scope,
+                    resource,
+                    dropped: None,
+                });
+            }
+        }
+        let attr = |name: &Bound<'py, PyString>| span.getattr(name);
+        Ok(Self {
+            name: attr(intern!(py, "name"))?,
+            context: attr(intern!(py, "context"))?,
+            parent: attr(intern!(py, "parent"))?,
+            kind: attr(intern!(py, "kind"))?,
+            start_time: attr(intern!(py, "start_time"))?,
+            end_time: attr(intern!(py, "end_time"))?,
+            attributes: attr(intern!(py, "attributes"))?,
+            events: attr(intern!(py, "events"))?,
+            links: attr(intern!(py, "links"))?,
+            status: attr(intern!(py, "status"))?,
+            scope: attr(intern!(py, "instrumentation_scope"))?,
+            resource: attr(intern!(py, "resource"))?,
+            dropped: Some([
+                dropped(span, intern!(py, "dropped_attributes"))?,
+                dropped(span, intern!(py, "dropped_events"))?,
+                dropped(span, intern!(py, "dropped_links"))?,
+            ]),
+        })
+    }
+
+    fn span_data(self, seen: &mut Seen) -> PyResult<SpanData> {
+        let py = self.name.py();
+        let (parent_span_id, parent_span_is_remote) = if self.parent.is_none() {
+            (SpanId::INVALID, false)
+        } else {
+            let parent = span_context(&self.parent)?;
+            (parent.span_id(), parent.is_remote())
+        };
+        let (attributes, attributes_dropped) = attribute_map(&self.attributes)?;
+        let mut events = SpanEvents::default();
+        for event in sequence(&self.events)?.try_iter()? {
+            let event = event?;
+            let (attrs, dropped) = attributes_of(&event)?;
+            events.events.push(Event::new(
+                text(&event.getattr(intern!(py, "name"))?)?,
+                time(&event.getattr(intern!(py, "timestamp"))?)?,
+                attrs,
+                dropped,
+            ));
+        }
+        let mut links = SpanLinks::default();
+        for link in sequence(&self.links)?.try_iter()? {
+            let link = link?;
+            let (attrs, dropped) = attributes_of(&link)?;
+            links.links.push(Link::new(
+                span_context(&link.getattr(intern!(py, "context"))?)?,
+                attrs,
+                dropped,
+            ));
+        }
+        [events.dropped_count, links.dropped_count] = match self.dropped {
+            Some([_, e, l]) => [e, l],
+            None => [
+                dropped(&self.events, intern!(py, "dropped"))?,
+                dropped(&self.links, intern!(py, "dropped"))?,
+            ],
+        };
+        let dropped_attributes_count = match self.dropped {
+            Some([a, _, _]) => a.max(attributes_dropped),
+            None => attributes_dropped,
+        };
+        let key = self.scope.as_ptr() as usize;
+        let instrumentation_scope = match seen.scopes.get(&key) {
+            Some(s) => s.clone(),
+            None => {
+                let s = instrumentation_scope(&self.scope)?;
+                seen.scopes.insert(key, s.clone());
+                s
+            }
+        };
+        Ok(SpanData {
+            span_context: span_context(&self.context)?,
+            parent_span_id,
+            parent_span_is_remote,
+            span_kind: kind(&self.kind, seen)?,
+            name: Cow::Owned(text(&self.name)?),
+            start_time: time(&self.start_time)?,
+            end_time: time(&self.end_time)?,
+            attributes,
+            dropped_attributes_count,
+            events,
+            links,
+            status: status(&self.status, seen)?,
+            instrumentation_scope,
+        })
+    }
+}
+
+/// A `SpanKind` member (one of five objects: read once per batch).
+fn kind(kind: &Bound<'_, PyAny>, seen: &mut Seen) -> PyResult<SpanKind> {
+    let key = kind.as_ptr() as usize;
+    if let Some(k) = seen.kinds.get(&key) {
+        return Ok(k.clone());
+    }
+    let value: u8 = kind.getattr(intern!(kind.py(), "value"))?.extract()?;
+    let k = match value {
+        1 => SpanKind::Server,
+        2 => SpanKind::Client,
+        3 => SpanKind::Producer,
+        4 => SpanKind::Consumer,
+        _ => SpanKind::Internal,
+    };
+    seen.kinds.insert(key, k.clone());
+    Ok(k)
+}
+
+/// The items of a `BoundedList` (its deque, iterated without running Python code) or of any
+/// other sequence.
+fn sequence<'py>(items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if items.is_none() {
+        return Ok(PyTuple::empty(items.py()).into_any());
+    }
+    match items.getattr(intern!(items.py(), "_dq")) {
+        Ok(dq) => Ok(dq),
+        Err(_) => Ok(items.clone()),
+    }
+}
+
+/// A `SpanContext`: ids, flags, trace state (through its W3C header) and the remote flag. The
+/// SDK's is a tuple `(trace_id, span_id, is_remote, trace_flags, trace_state, …)`, read by
+/// index; anything else through its properties.
 fn span_context(cx: &Bound<'_, PyAny>) -> PyResult<SpanContext> {
     let py = cx.py();
-    let trace_id: u128 = cx.getattr(intern!(py, "trace_id"))?.extract()?;
-    let span_id: u64 = cx.getattr(intern!(py, "span_id"))?.extract()?;
-    let flags: u8 = cx.getattr(intern!(py, "trace_flags"))?.extract()?;
-    let remote: bool = cx.getattr(intern!(py, "is_remote"))?.extract()?;
-    let state = cx.getattr(intern!(py, "trace_state"))?;
+    let (trace_id, span_id, remote, flags, state) = match cx.cast::<PyTuple>() {
+        Ok(t) if t.len() >= 5 => (
+            t.get_item(0)?,
+            t.get_item(1)?,
+            t.get_item(2)?,
+            t.get_item(3)?,
+            t.get_item(4)?,
+        ),
+        _ => (
+            cx.getattr(intern!(py, "trace_id"))?,
+            cx.getattr(intern!(py, "span_id"))?,
+            cx.getattr(intern!(py, "is_remote"))?,
+            cx.getattr(intern!(py, "trace_flags"))?,
+            cx.getattr(intern!(py, "trace_state"))?,
+        ),
+    };
     let state = if state.is_none() || state.len().unwrap_or(0) == 0 {
         TraceState::NONE
     } else {
@@ -139,20 +281,27 @@ fn span_context(cx: &Bound<'_, PyAny>) -> PyResult<SpanContext> {
         TraceState::from_str(&header).unwrap_or(TraceState::NONE)
     };
     Ok(SpanContext::new(
-        TraceId::from(trace_id),
-        SpanId::from(span_id),
-        TraceFlags::new(flags),
-        remote,
+        TraceId::from(trace_id.extract::<u128>()?),
+        SpanId::from(span_id.extract::<u64>()?),
+        TraceFlags::new(flags.extract()?),
+        remote.extract()?,
         state,
     ))
 }
 
-fn status(status: &Bound<'_, PyAny>) -> PyResult<Status> {
+/// A `Status`: its code (a `StatusCode` member, read once per batch) and description.
+fn status(status: &Bound<'_, PyAny>, seen: &mut Seen) -> PyResult<Status> {
     let py = status.py();
-    let code: u8 = status
-        .getattr(intern!(py, "status_code"))?
-        .getattr(intern!(py, "value"))?
-        .extract()?;
+    let code = status.getattr(intern!(py, "status_code"))?;
+    let key = code.as_ptr() as usize;
+    let code = match seen.codes.get(&key) {
+        Some(c) => *c,
+        None => {
+            let c: u8 = code.getattr(intern!(py, "value"))?.extract()?;
+            seen.codes.insert(key, c);
+            c
+        }
+    };
     Ok(match code {
         1 => Status::Ok,
         2 => {
@@ -207,18 +356,41 @@ pub fn resource(resource: &Bound<'_, PyAny>) -> PyResult<Resource> {
     })
 }
 
-/// An object's `attributes` (a mapping, possibly `None`) and how many its bound dropped.
+/// An object's `attributes` and how many its bound dropped.
 fn attributes_of(owner: &Bound<'_, PyAny>) -> PyResult<(Vec<KeyValue>, u32)> {
-    let py = owner.py();
-    let attrs = owner.getattr(intern!(py, "attributes"))?;
+    attribute_map(&owner.getattr(intern!(owner.py(), "attributes"))?)
+}
+
+/// Attributes (a `BoundedAttributes`, any mapping, or `None`) and how many the bound dropped.
+/// A `BoundedAttributes`'s own dict is iterated directly, without running Python code.
+fn attribute_map(attrs: &Bound<'_, PyAny>) -> PyResult<(Vec<KeyValue>, u32)> {
     if attrs.is_none() {
         return Ok((Vec::new(), 0));
     }
+    let py = attrs.py();
+    let inner = attrs
+        .getattr(intern!(py, "_dict"))
+        .ok()
+        .and_then(|d| d.cast_into::<PyDict>().ok())
+        .or_else(|| attrs.cast::<PyDict>().ok().cloned());
     let mut out = Vec::with_capacity(attrs.len().unwrap_or(0));
-    for item in attrs.call_method0(intern!(py, "items"))?.try_iter()? {
-        let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
-        if let Some(value) = value_of(&value)? {
-            out.push(KeyValue::new(text(&key)?, value));
+    let mut push = |key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>| -> PyResult<()> {
+        if let Some(value) = value_of(value)? {
+            out.push(KeyValue::new(text(key)?, value));
+        }
+        Ok(())
+    };
+    match inner {
+        Some(dict) => {
+            for (key, value) in dict.iter() {
+                push(&key, &value)?;
+            }
+        }
+        None => {
+            for item in attrs.call_method0(intern!(py, "items"))?.try_iter()? {
+                let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
+                push(&key, &value)?;
+            }
         }
     }
     // `BoundedAttributes.dropped`: attributes over the limit.

@@ -260,12 +260,21 @@ impl WasmExporterCore {
     }
 }
 
+/// Reads `spans` into the host's span data and discards them; the number read. What
+/// `WasmSpanExporter.export` does under the GIL before it releases it: the benchmark
+/// (`python/bench/exporters.py`) times the conversion alone with it.
+#[pyfunction]
+fn read_spans(spans: &Bound<'_, PyAny>) -> PyResult<usize> {
+    Ok(convert::batch(spans)?.spans.len())
+}
+
 #[pymodule]
 fn _lens(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The host's messages (faults, backoff, the guest's stderr) go to Python's `logging`, under
     // the Rust module paths (`lens.wasm.exporter`, …): a `lens` logger sees them all.
     let _ = pyo3_log::try_init();
     m.add_class::<WasmExporterCore>()?;
+    m.add_function(wrap_pyfunction!(read_spans, m)?)?;
     m.add("ExporterLoadError", m.py().get_type::<ExporterLoadError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
