@@ -1,7 +1,7 @@
 //! # Lens
 //!
-//! OpenTelemetry for multi-rank ML training jobs, with custom span exporters running as
-//! sandboxed WebAssembly components. The Rust counterpart of NeMo Lens: its defaults, environment,
+//! OpenTelemetry (traces, metrics, logs) for multi-rank ML training jobs, with custom span
+//! exporters running as sandboxed WebAssembly components. The Rust counterpart of NeMo Lens: its defaults, environment,
 //! export decisions and resource, checked against the real package (`tests/parity/`).
 //!
 //! ```text
@@ -16,6 +16,7 @@
 //!  │             per rank)            at shutdown)       ├► BatchSpanProcessor ─► wasm ──┐ │
 //!  │                                                     └► processors added later       │ │
 //!  │  Meter ─► PeriodicReader ─► OTLP / console (or an injected reader)                  │ │
+//!  │  log / tracing ─► LogBridge ─► Logger ─► BatchLogProcessor ─► OTLP / console        │ │
 //!  └─────────────────────────────────────────────────────────────────────────────────────┼─┘
 //!                   wasmtime sandbox: memory cap, deadlines, granted capabilities ◄───────┘
 //! ```
@@ -31,12 +32,15 @@
 //! |---|---|---|
 //! | [`config`] | the TOML shape, defaults, validation, environment overrides | `error` |
 //! | [`rank`], [`strategy`], [`resource`] | who this rank is, whether it exports, what its signals carry | `config` |
-//! | [`trace`] | Lens's tracer (open spans, the launcher's trace), rank-aware sampler, fan-out, Lens's batch processor, delivery statistics, health metrics | `config`, `strategy` |
+//! | `batch` | the batch queue under the span and log processors, delivery statistics (a leaf) | `config` |
+//! | [`trace`] | Lens's tracer (open spans, the launcher's trace, span groups), safe attributes with redaction, rank-aware sampler, fan-out, Lens's batch span processor, health metrics | `config`, `strategy`, `batch` |
+//! | [`logs`] | Lens's batch log processor, the `log` and `tracing` bridges | `batch` |
+//! | [`semconv`], [`instruments`] | NeMo Lens's attribute names, and its inference, RL and Gym instruments | — |
 //! | [`propagation`] | the W3C propagator, `inject_context`/`extract_context`, the launcher's `TRACEPARENT` | `config` |
 //! | `encoding` | how a batch reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
-//! | [`exporter`] | the native exporters: OTLP, console, none | `config`, `encoding` |
+//! | [`exporter`] | the native exporters of spans, metrics and log records: OTLP, console, none | `config`, `encoding` |
 //! | [`wasm`] | the sandbox host: engine, load, cache, grants, instances, lanes with backoff | `config`, `trace`, `encoding`, `bindings` |
-//! | `pipeline` | assembly: config entries become batch processors and readers | `exporter`, `wasm`, `trace` |
+//! | `pipeline` | assembly: config entries become batch processors and readers | `exporter`, `wasm`, `trace`, `logs` |
 //! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install) and [`TelemetryHandle`] | `pipeline` and below |
 //! | [`check`] | what `lens check` runs: validation, timings, conformance suite (feature `testing`) | `wasm`, `testing` |
 //! | [`testing`] | the oracle exporter and the span fixtures (feature `testing`) | `exporter` |
@@ -55,6 +59,7 @@
 //! - `testing`: [`testing`] and [`check`].
 //! - `cli` (default): the `lens` binary (`demo`, `check`, `config`); implies `testing`.
 
+mod batch;
 pub(crate) mod bindings;
 #[cfg(any(test, feature = "testing"))]
 pub mod check;
@@ -62,11 +67,14 @@ pub mod config;
 pub(crate) mod encoding;
 mod error;
 pub mod exporter;
+pub mod instruments;
+pub mod logs;
 mod metrics;
 pub(crate) mod pipeline;
 pub mod propagation;
 pub mod rank;
 pub mod resource;
+pub mod semconv;
 pub mod strategy;
 mod telemetry;
 #[cfg(any(test, feature = "testing"))]

@@ -97,6 +97,9 @@ fn environment_overrides_with_fallback_prefix() {
         ("OTEL_BSP_MAX_QUEUE_SIZE", "4096"),
         ("OTEL_BSP_SCHEDULE_DELAY", "250"),
         ("OTEL_BSP_MAX_CONCURRENT_EXPORTS", "2"),
+        ("OTEL_BLRP_SCHEDULE_DELAY", "50"),
+        ("OTEL_BLRP_MAX_QUEUE_SIZE", "128"),
+        ("OTEL_BLRP_MAX_EXPORT_BATCH_SIZE", "64"),
         ("OTEL_METRIC_EXPORT_INTERVAL", "2000"),
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
         ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=secret,x-team=ml"),
@@ -119,6 +122,16 @@ fn environment_overrides_with_fallback_prefix() {
     assert_eq!(cfg.batch.max_queue_size, 4096);
     assert_eq!(cfg.batch.scheduled_delay_ms, 250);
     assert_eq!(cfg.batch.max_concurrent_exports, 2);
+    // The log signal's batch settings, apart from the spans'.
+    assert_eq!(
+        (
+            cfg.log_batch.scheduled_delay_ms,
+            cfg.log_batch.max_queue_size,
+            cfg.log_batch.max_export_batch_size,
+            cfg.log_batch.max_concurrent_exports
+        ),
+        (50, 128, 64, 1)
+    );
     assert_eq!(cfg.metric_export_interval_ms, 2000);
     assert_eq!(
         cfg.otlp.protocol,

@@ -27,6 +27,13 @@ fn otlp_config(protocol: OtlpProtocol, endpoint: String) -> LensConfig {
     }
 }
 
+fn assert_printed(out: &str, expected: &str) {
+    assert!(
+        out.contains(expected),
+        "collector output lacks `{expected}`:\n{out}"
+    );
+}
+
 fn spans_arrive(protocol: OtlpProtocol) {
     let collector = Collector::start();
     let endpoint = match protocol {
@@ -65,10 +72,7 @@ fn spans_arrive(protocol: OtlpProtocol) {
         "loss: Double(2.5)",
         "lr: Double(0.0003)",
     ] {
-        assert!(
-            out.contains(expected),
-            "collector output lacks `{expected}`:\n{out}"
-        );
+        assert_printed(&out, expected);
     }
     handle.shutdown(T).unwrap();
     let e = &handle.stats().exporters[0];
@@ -235,4 +239,77 @@ fn metrics_arrive_at_a_real_collector_over_grpc() {
 #[test]
 fn metrics_arrive_at_a_real_collector_over_http_protobuf() {
     metrics_arrive(OtlpProtocol::HttpProtobuf);
+}
+
+fn logs_arrive(protocol: OtlpProtocol) {
+    let collector = Collector::start();
+    let endpoint = match protocol {
+        OtlpProtocol::Grpc => format!("http://127.0.0.1:{}", collector.grpc_port),
+        OtlpProtocol::HttpProtobuf => format!("http://127.0.0.1:{}/v1/logs", collector.http_port),
+    };
+    let config = LensConfig {
+        logs_enabled: true,
+        traces_enabled: true,
+        exporter: "none".into(),
+        logs: lens::config::SignalConfig {
+            exporters: vec![ExporterSpec::Otlp(OtlpExporterSpec {
+                protocol: Some(protocol),
+                endpoint: Some(endpoint),
+                ..Default::default()
+            })],
+        },
+        ..otlp_config(protocol, String::new())
+    };
+    let config = LensConfig {
+        traces: Default::default(),
+        ..config
+    };
+    let handle = Telemetry::builder(config)
+        .rank(1)
+        .world_size(2)
+        .env(std::collections::HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap();
+    let bridge = handle.log_bridge(log::LevelFilter::Info, "");
+    let tracer = handle.tracer("trainer");
+    let (trace_id, span_id) = tracer.in_span("checkpoint", |cx| {
+        log::Log::log(
+            &bridge,
+            &log::Record::builder()
+                .level(log::Level::Info)
+                .target("trainer::ckpt")
+                .args(format_args!("checkpoint saved at step 300"))
+                .build(),
+        );
+        let sc = lens::opentelemetry::trace::TraceContextExt::span(&cx)
+            .span_context()
+            .clone();
+        (sc.trace_id(), sc.span_id())
+    });
+    handle.force_flush(T).unwrap();
+    let out = collector.wait_for("the log record", |o| {
+        o.contains("checkpoint saved at step 300")
+    });
+    for expected in [
+        trace_id.to_string(),
+        span_id.to_string(),
+        "trainer::ckpt".to_string(),
+        "service.instance.id: Str(e2e-rank1)".to_string(),
+    ] {
+        assert_printed(&out, &expected);
+    }
+    handle.shutdown(T).unwrap();
+    let e = &handle.stats().log_exporters[0];
+    assert_eq!((e.exported, e.dropped()), (1, 0), "{e:?}");
+}
+
+#[test]
+fn a_log_inside_a_span_reaches_a_real_collector_with_its_ids_over_grpc() {
+    logs_arrive(OtlpProtocol::Grpc);
+}
+
+#[test]
+fn a_log_inside_a_span_reaches_a_real_collector_with_its_ids_over_http() {
+    logs_arrive(OtlpProtocol::HttpProtobuf);
 }

@@ -1,4 +1,5 @@
-//! Delivery statistics: per exporter, every span handed to it is exported or counted as dropped.
+//! Delivery statistics: per exporter, every item (span or log record) handed to it is exported
+//! or counted as dropped.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -227,12 +228,20 @@ pub struct DeliveryStats {
     pub spans_truncated: u64,
     /// One entry per span exporter, in configuration order.
     pub exporters: Vec<ExporterSnapshot>,
+    /// One entry per log exporter, in configuration order (counts are log records).
+    #[serde(default)]
+    pub log_exporters: Vec<ExporterSnapshot>,
 }
 
 impl DeliveryStats {
     /// The entry of the exporter called `name`.
     pub fn exporter(&self, name: &str) -> Option<&ExporterSnapshot> {
         self.exporters.iter().find(|e| e.name == name)
+    }
+
+    /// The entry of the log exporter called `name`.
+    pub fn log_exporter(&self, name: &str) -> Option<&ExporterSnapshot> {
+        self.log_exporters.iter().find(|e| e.name == name)
     }
 }
 

@@ -9,11 +9,11 @@ use opentelemetry::KeyValue;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 
+use crate::batch::ExporterStats;
 use crate::config::WasmExporterSpec;
 use crate::config::env::ProcessEnv;
 use crate::error::LensError;
 use crate::testing::spans;
-use crate::trace::ExporterStats;
 use crate::wasm::instance::{Job, Outcome, StartError};
 use crate::wasm::{
     DEFAULT_MAX_FILE_MIB, HostInputs, LoadChecks, WasmSpanExporter, cache, engine, load,

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::str::FromStr;
 
-use super::{LensConfig, OtlpProtocol, python};
+use super::{BatchConfig, LensConfig, OtlpProtocol, python};
 use crate::error::LensError;
 
 /// A source of environment variables (the process, or a map in tests).
@@ -248,28 +248,11 @@ impl LensConfig {
         Ok(())
     }
 
-    /// The standard `OTEL_BSP_*` variables (and the Rust SDK's concurrency one).
+    /// The standard `OTEL_BSP_*` variables for spans (and the Rust SDK's concurrency one), and
+    /// `OTEL_BLRP_*` for log records.
     fn apply_batch_env(&mut self, r: &Reader<'_>) -> Result<(), LensError> {
-        let millis = "a whole number of milliseconds";
-        let count = "a positive whole number";
-        let b = &mut self.batch;
-        if let Some(v) = Reader::parse(r.var("OTEL_BSP_MAX_QUEUE_SIZE"), count)? {
-            b.max_queue_size = v;
-        }
-        if let Some(v) = Reader::parse(r.var("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"), count)? {
-            b.max_export_batch_size = v;
-        }
-        if let Some(v) = Reader::parse(r.var("OTEL_BSP_SCHEDULE_DELAY"), millis)? {
-            b.scheduled_delay_ms = v;
-        }
-        if let Some(v) = Reader::parse(r.var("OTEL_BSP_EXPORT_TIMEOUT"), millis)? {
-            b.export_timeout_ms = v;
-        }
-        // The Rust SDK's name for its (experimental) setting of the same meaning.
-        if let Some(v) = Reader::parse(r.var("OTEL_BSP_MAX_CONCURRENT_EXPORTS"), count)? {
-            b.max_concurrent_exports = v;
-        }
-        Ok(())
+        apply_batch_vars(&mut self.batch, r, "BSP")?;
+        apply_batch_vars(&mut self.log_batch, r, "BLRP")
     }
 
     fn apply_wasm_cache_env(&mut self, r: &Reader<'_>) -> Result<(), LensError> {
@@ -356,4 +339,28 @@ pub fn otlp_endpoint(env: &dyn EnvSource, protocol: OtlpProtocol, signal: &str) 
             format!("{}/v1/{signal}", base.trim_end_matches('/'))
         }
     }
+}
+
+/// `OTEL_{kind}_*` onto one batch config (`kind`: `BSP` spans, `BLRP` log records).
+fn apply_batch_vars(b: &mut BatchConfig, r: &Reader<'_>, kind: &str) -> Result<(), LensError> {
+    let millis = "a whole number of milliseconds";
+    let count = "a positive whole number";
+    let var = |name: &str| r.var(&format!("OTEL_{kind}_{name}"));
+    if let Some(v) = Reader::parse(var("MAX_QUEUE_SIZE"), count)? {
+        b.max_queue_size = v;
+    }
+    if let Some(v) = Reader::parse(var("MAX_EXPORT_BATCH_SIZE"), count)? {
+        b.max_export_batch_size = v;
+    }
+    if let Some(v) = Reader::parse(var("SCHEDULE_DELAY"), millis)? {
+        b.scheduled_delay_ms = v;
+    }
+    if let Some(v) = Reader::parse(var("EXPORT_TIMEOUT"), millis)? {
+        b.export_timeout_ms = v;
+    }
+    // The Rust SDK's name for its (experimental) setting of the same meaning.
+    if let Some(v) = Reader::parse(var("MAX_CONCURRENT_EXPORTS"), count)? {
+        b.max_concurrent_exports = v;
+    }
+    Ok(())
 }

@@ -63,7 +63,9 @@ pub struct LensConfig {
     pub traces_enabled: bool,
     /// Build the meter provider. Example: `metrics_enabled = false`.
     pub metrics_enabled: bool,
-    /// Build the logger provider (`NEMO_LENS_LOGS_ENABLED`). Example: `logs_enabled = true`.
+    /// Build the logger provider (`NEMO_LENS_LOGS_ENABLED`): a batch log processor per
+    /// `[[logs.exporters]]` entry, records from the `log` crate and `tracing` through the
+    /// logging bridge. Off by default, as in NeMo Lens. Example: `logs_enabled = true`.
     pub logs_enabled: bool,
     /// Span groups enabled on exporting ranks: a preset (`default`, `per_step`, `all`) or
     /// group names, comma-separated. Example: `span_groups = "per_step"`.
@@ -100,6 +102,13 @@ pub struct LensConfig {
     pub traces: SignalConfig,
     /// Metric signal: its list of exporters (each on its own periodic reader).
     pub metrics: SignalConfig,
+    /// Log signal: its list of exporters (`otlp`, `console`, `none`; each with its own batch
+    /// log processor). Empty: the `exporter` shorthand (`console` for `console`, none for a
+    /// `.wasm` path, else that exporter).
+    pub logs: SignalConfig,
+    /// Default batch settings for every log exporter (`OTEL_BLRP_*` override them); the
+    /// OpenTelemetry SDKs' log defaults: a 1 s delay, 2048 records queued, 512 per export.
+    pub log_batch: BatchConfig,
     /// The on-disk compilation cache of `.wasm` exporters.
     pub wasm_cache: WasmCacheConfig,
 }
@@ -132,6 +141,8 @@ impl Default for LensConfig {
             batch: BatchConfig::default(),
             traces: SignalConfig::default(),
             metrics: SignalConfig::default(),
+            logs: SignalConfig::default(),
+            log_batch: BatchConfig::for_logs(),
             wasm_cache: WasmCacheConfig::default(),
         }
     }
@@ -204,7 +215,8 @@ pub struct SignalConfig {
     pub exporters: Vec<ExporterSpec>,
 }
 
-/// Batch span processor settings (`OTEL_BSP_*` override the defaults).
+/// Batch processor settings: `[batch]` for spans (`OTEL_BSP_*` override the defaults),
+/// `[log_batch]` for log records (`OTEL_BLRP_*`).
 ///
 /// ```toml
 /// [batch]
@@ -218,9 +230,10 @@ pub struct SignalConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BatchConfig {
-    /// Spans buffered per exporter before new ones are dropped (and counted).
+    /// Spans (log records) buffered per exporter before new ones are dropped (and counted).
+    /// Example: `max_queue_size = 16384`.
     pub max_queue_size: usize,
-    /// Spans per export call.
+    /// Spans (log records) per export call. Example: `max_export_batch_size = 512`.
     pub max_export_batch_size: usize,
     /// Longest wait before a partial batch is exported.
     pub scheduled_delay_ms: u64,
@@ -252,6 +265,17 @@ impl Default for BatchConfig {
 }
 
 impl BatchConfig {
+    /// The log signal's defaults: the OpenTelemetry SDKs' batch log record processor's
+    /// (`OTEL_BLRP_*`), with Lens's shutdown bound.
+    pub fn for_logs() -> Self {
+        Self {
+            max_queue_size: 2048,
+            max_export_batch_size: 512,
+            scheduled_delay_ms: 1000,
+            ..Self::default()
+        }
+    }
+
     /// This config with the non-empty fields of `overrides` applied.
     pub fn with_overrides(mut self, overrides: &BatchOverrides) -> Self {
         let o = overrides;
@@ -337,22 +361,26 @@ impl LensConfig {
     /// that builds exporters; a file is checked when read.
     pub fn check_exporter_shorthand(&self, origin: &ConfigSource) -> Result<(), LensError> {
         self.check_shorthand_for(
-            self.traces.exporters.is_empty(),
-            self.metrics.exporters.is_empty(),
+            [
+                self.traces.exporters.is_empty(),
+                self.metrics.exporters.is_empty(),
+                self.logs.exporters.is_empty(),
+            ],
             origin,
         )
     }
 
     /// Checks the `exporter` shorthand when a signal builds exporters from it: the signal is
     /// enabled, has no exporter list, and the application injected none (NeMo Lens builds the
-    /// config's exporter only for a signal without an injected one).
+    /// config's exporter only for a signal without an injected one). `use_it`: traces,
+    /// metrics, logs. (NeMo Lens sends logs over OTLP for any value but `console` and never
+    /// checks it for them; Lens refuses a misspelt value whichever signal reads it.)
     pub(crate) fn check_shorthand_for(
         &self,
-        traces_use_it: bool,
-        metrics_use_it: bool,
+        use_it: [bool; 3],
         origin: &ConfigSource,
     ) -> Result<(), LensError> {
-        if traces_use_it || metrics_use_it {
+        if use_it.contains(&true) {
             ExporterSpec::from_shorthand(&self.exporter).map_err(|m| LensError::Config {
                 source_name: origin.to_string(),
                 message: format!("`exporter`: {m}"),
@@ -386,6 +414,7 @@ impl LensConfig {
             ));
         }
         check_batch(&self.batch).map_err(|m| bad("batch", m))?;
+        check_batch(&self.log_batch).map_err(|m| bad("log_batch", m))?;
         if self.wasm_cache.max_mb == 0 {
             return Err(bad("wasm_cache.max_mb", "must be at least 1".to_string()));
         }
@@ -403,6 +432,16 @@ impl LensConfig {
             spec.validate(&self.batch)
                 .map_err(|m| bad(&format!("metrics.exporters[{i}]"), m))?;
         }
+        for (i, spec) in self.logs.exporters.iter().enumerate() {
+            if matches!(spec, ExporterSpec::Wasm(_)) {
+                return Err(bad(
+                    &format!("logs.exporters[{i}]"),
+                    "wasm exporters export spans only".to_string(),
+                ));
+            }
+            spec.validate(&self.log_batch)
+                .map_err(|m| bad(&format!("logs.exporters[{i}]"), m))?;
+        }
         Ok(())
     }
 
@@ -415,6 +454,15 @@ impl LensConfig {
     /// (a `.wasm` shorthand gives metrics no exporter).
     pub fn metric_exporters(&self) -> Vec<ExporterSpec> {
         signal_exporters(&self.metrics, &self.exporter)
+            .into_iter()
+            .filter(|s| !matches!(s, ExporterSpec::Wasm(_)))
+            .collect()
+    }
+
+    /// Log exporters of this config: the `[logs]` list, else the `exporter` shorthand (a
+    /// `.wasm` shorthand gives logs no exporter).
+    pub fn log_exporters(&self) -> Vec<ExporterSpec> {
+        signal_exporters(&self.logs, &self.exporter)
             .into_iter()
             .filter(|s| !matches!(s, ExporterSpec::Wasm(_)))
             .collect()
@@ -458,6 +506,7 @@ impl LensConfig {
             .exporters
             .iter_mut()
             .chain(&mut c.metrics.exporters)
+            .chain(&mut c.logs.exporters)
         {
             match spec {
                 ExporterSpec::Otlp(o) => *o = o.redacted(),

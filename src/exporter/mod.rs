@@ -12,8 +12,11 @@ use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 
-pub use console::{ConsoleMetricExporter, ConsoleSpanExporter, NoopSpanExporter};
-pub use otlp::{OtlpMetricExporter, OtlpSpanExporter};
+pub use console::{
+    ConsoleLogExporter, ConsoleMetricExporter, ConsoleSpanExporter, NoopLogExporter,
+    NoopSpanExporter,
+};
+pub use otlp::{OtlpLogExporter, OtlpMetricExporter, OtlpSpanExporter};
 
 /// The metric exporters a config can name.
 #[derive(Debug)]

@@ -11,6 +11,7 @@ use opentelemetry_otlp::tonic_types::metadata as tonic_metadata;
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::logs::{LogBatch, LogExporter};
 use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
@@ -83,7 +84,7 @@ fn metadata(headers: &HashMap<String, String>) -> Result<tonic_metadata::Metadat
     Ok(tonic_metadata::MetadataMap::from_headers(map))
 }
 
-/// Builds an opentelemetry-otlp exporter (`SpanExporter` or `MetricExporter`: same builder
+/// Builds an opentelemetry-otlp exporter (`SpanExporter`, `MetricExporter`, `LogExporter`: same builder
 /// shape, different types) for `settings`; gRPC ones are built inside their runtime.
 macro_rules! build_otlp {
     ($exporter:path, $name:expr, $settings:expr, $runtime:expr) => {{
@@ -209,5 +210,40 @@ impl PushMetricExporter for OtlpMetricExporter {
 
     fn temporality(&self) -> Temporality {
         self.inner.temporality()
+    }
+}
+
+/// An OTLP log exporter, driven on its own runtime when it speaks gRPC.
+#[derive(Debug)]
+pub struct OtlpLogExporter {
+    inner: opentelemetry_otlp::LogExporter,
+    runtime: Option<Arc<tokio::runtime::Runtime>>,
+}
+
+impl OtlpLogExporter {
+    pub(crate) fn build(
+        name: &str,
+        s: &OtlpSettings,
+        runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
+    ) -> Result<Self, LensError> {
+        let (inner, runtime) = build_otlp!(opentelemetry_otlp::LogExporter, name, s, runtime);
+        Ok(Self { inner, runtime })
+    }
+}
+
+impl LogExporter for OtlpLogExporter {
+    async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
+        match &self.runtime {
+            Some(rt) => rt.block_on(self.inner.export(batch)),
+            None => self.inner.export(batch).await,
+        }
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
     }
 }

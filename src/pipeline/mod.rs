@@ -1,4 +1,5 @@
-//! Assembly: how the entries of a config become span processors and metric readers. Above both
+//! Assembly: how the entries of a config become span processors, metric readers and log
+//! processors. Above both
 //! the native exporters ([`crate::exporter`]) and the wasm host ([`crate::wasm`]), which know
 //! nothing of each other or of the configuration as a whole.
 
@@ -14,9 +15,10 @@ use crate::config::{ExporterSpec, LensConfig, SetupFailurePolicy, WasmExporterSp
 use crate::error::{LensError, WasmSetupError};
 use crate::exporter::otlp::{self, OtlpSettings};
 use crate::exporter::{
-    ConsoleMetricExporter, ConsoleSpanExporter, MetricExporterKind, NoopSpanExporter,
-    OtlpMetricExporter, OtlpSpanExporter,
+    ConsoleLogExporter, ConsoleMetricExporter, ConsoleSpanExporter, MetricExporterKind,
+    NoopLogExporter, NoopSpanExporter, OtlpLogExporter, OtlpMetricExporter, OtlpSpanExporter,
 };
+use crate::logs::BatchLogProcessor;
 use crate::rank::RankInfo;
 use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExporterStats};
 use crate::wasm::{HostInputs, WasmSpanExporter};
@@ -149,5 +151,35 @@ impl<'a> BuildContext<'a> {
                 .with_interval(interval)
                 .build(),
         ))
+    }
+
+    /// A batch log processor (with its statistics) for a log exporter entry.
+    pub(crate) fn log_processor(
+        &self,
+        spec: &ExporterSpec,
+        name: &str,
+    ) -> Result<(BatchLogProcessor, Arc<ExporterStats>), LensError> {
+        let batch = spec.batch_config(&self.config.log_batch);
+        let stats = Arc::new(ExporterStats::new(name));
+        let processor = match spec {
+            ExporterSpec::Otlp(o) => {
+                let settings = OtlpSettings::resolve(o, &self.config.otlp, "logs", self.env);
+                let exporter = OtlpLogExporter::build(name, &settings, &|| self.runtime())?;
+                BatchLogProcessor::new(exporter, batch, stats.clone())
+            }
+            ExporterSpec::Console(_) => {
+                BatchLogProcessor::new(ConsoleLogExporter::default(), batch, stats.clone())
+            }
+            ExporterSpec::None(_) => BatchLogProcessor::new(NoopLogExporter, batch, stats.clone()),
+            // `LensConfig::validate` refuses these before anything is built.
+            ExporterSpec::Wasm(_) => {
+                return Err(LensError::Config {
+                    source_name: "<config>".into(),
+                    message: format!("`{name}`: wasm exporters export spans only"),
+                    source: None,
+                });
+            }
+        };
+        Ok((processor, stats))
     }
 }

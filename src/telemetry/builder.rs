@@ -7,25 +7,23 @@ use std::time::Duration;
 
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::metrics::{MeterProviderBuilder, SdkMeterProvider, reader::MetricReader};
-use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::logs::LogExporter;
+use opentelemetry_sdk::metrics::reader::MetricReader;
+use opentelemetry_sdk::trace::{SpanExporter, SpanProcessor};
 
 use super::INSTALLED;
 use super::handle::{HandleInner, TelemetryHandle};
+use super::providers::{self, For, Injected, Providers};
 use crate::config::env::{EnvSource, ProcessEnv};
-use crate::config::{BatchConfig, ConfigSource, LensConfig};
+use crate::config::{ConfigSource, LensConfig};
 use crate::error::LensError;
-use crate::pipeline::BuildContext;
+use crate::logs::BatchLogProcessor;
 use crate::rank::RankInfo;
 use crate::resource::{ResourceInputs, build_resource, resolve_run_id};
 use crate::strategy::decide_export;
 use crate::trace::{
-    BatchSpanProcessor, ExporterStats, FanOutCore, FanOutSpanProcessor, LensTracerProvider,
-    RankAwareSampler,
+    BatchSpanProcessor, LensTracerProvider, RankAwareSampler, SpanGroups, set_enabled_span_groups,
 };
-
-type ExporterFactory = Box<dyn FnOnce(BatchConfig, Arc<ExporterStats>) -> BatchSpanProcessor>;
-type ReaderHook = Box<dyn FnOnce(MeterProviderBuilder) -> MeterProviderBuilder>;
 
 /// Entry point; see [`Telemetry::builder`].
 pub struct Telemetry;
@@ -38,9 +36,7 @@ impl Telemetry {
             rank: None,
             world_size: None,
             resource_attributes: Vec::new(),
-            span_exporters: Vec::new(),
-            span_processors: Vec::new(),
-            metric_readers: Vec::new(),
+            injected: Injected::default(),
             env: Box::new(ProcessEnv),
             install_global: true,
         }
@@ -53,9 +49,7 @@ pub struct TelemetryBuilder {
     rank: Option<u32>,
     world_size: Option<u32>,
     resource_attributes: Vec<KeyValue>,
-    span_exporters: Vec<(String, ExporterFactory)>,
-    span_processors: Vec<Box<dyn SpanProcessor>>,
-    metric_readers: Vec<ReaderHook>,
+    injected: Injected,
     env: Box<dyn EnvSource>,
     install_global: bool,
 }
@@ -83,7 +77,7 @@ impl TelemetryBuilder {
     /// (fan-out); each gets its own batch processor and statistics under the name `custom`,
     /// `custom-2`, …
     pub fn span_exporter<E: SpanExporter + 'static>(self, exporter: E) -> Self {
-        let name = match self.span_exporters.len() {
+        let name = match self.injected.span_exporters.len() {
             0 => "custom".to_string(),
             n => format!("custom-{}", n + 1),
         };
@@ -96,7 +90,7 @@ impl TelemetryBuilder {
         name: impl Into<String>,
         exporter: E,
     ) -> Self {
-        self.span_exporters.push((
+        self.injected.span_exporters.push((
             name.into(),
             Box::new(move |batch, stats| BatchSpanProcessor::new(exporter, batch, stats)),
         ));
@@ -106,14 +100,39 @@ impl TelemetryBuilder {
     /// A span processor added beside the exporters (it sees every recorded span; its
     /// deliveries are its own business and not in [`DeliveryStats`](crate::DeliveryStats)).
     pub fn span_processor(mut self, processor: impl SpanProcessor + 'static) -> Self {
-        self.span_processors.push(Box::new(processor));
+        self.injected.span_processors.push(Box::new(processor));
         self
     }
 
     /// A metric reader replacing the config's metric exporters. May be called several times.
     pub fn metric_reader<R: MetricReader>(mut self, reader: R) -> Self {
-        self.metric_readers
+        self.injected
+            .metric_readers
             .push(Box::new(move |b| b.with_reader(reader)));
+        self
+    }
+
+    /// A log exporter replacing the config's log exporters (used when `logs_enabled`). May be
+    /// called several times; each gets its own batch log processor and statistics under the
+    /// name `custom`, `custom-2`, …
+    pub fn log_exporter<E: LogExporter + 'static>(self, exporter: E) -> Self {
+        let name = match self.injected.log_exporters.len() {
+            0 => "custom".to_string(),
+            n => format!("custom-{}", n + 1),
+        };
+        self.named_log_exporter(name, exporter)
+    }
+
+    /// Like [`log_exporter`](Self::log_exporter), with the name used in statistics and logs.
+    pub fn named_log_exporter<E: LogExporter + 'static>(
+        mut self,
+        name: impl Into<String>,
+        exporter: E,
+    ) -> Self {
+        self.injected.log_exporters.push((
+            name.into(),
+            Box::new(move |batch, stats| BatchLogProcessor::new(exporter, batch, stats)),
+        ));
         self
     }
 
@@ -140,11 +159,32 @@ impl TelemetryBuilder {
             self.config.allow_reinit,
         )?;
         let decision = self.decide()?;
-        let metrics_enabled = self.config.metrics_enabled;
-        let batch = self.config.batch;
-        let (tracer_provider, meter_provider, fanout) = self.build_providers(&decision)?;
+        let Self {
+            config,
+            injected,
+            env,
+            install_global,
+            ..
+        } = self;
+        let Providers {
+            tracer,
+            meter: meter_provider,
+            logger: logger_provider,
+            fanout,
+            log_stats,
+        } = providers::build(
+            &config,
+            env.as_ref(),
+            For {
+                rank: decision.rank,
+                exporting: decision.exporting,
+                resource: &decision.resource,
+                sampler: decision.sampler,
+            },
+            injected,
+        )?;
         let self_metrics = match &fanout {
-            Some(core) if metrics_enabled => {
+            Some(core) if config.metrics_enabled => {
                 use opentelemetry::metrics::MeterProvider as _;
                 crate::trace::self_metrics::register(&meter_provider.meter("lens"), core.clone())
             }
@@ -157,9 +197,14 @@ impl TelemetryBuilder {
             resource,
             sampler,
             launcher,
+            groups,
         } = decision;
         let open_spans = fanout.as_ref().and_then(|f| f.open_spans());
-        let tracer_provider = LensTracerProvider::new(tracer_provider, open_spans, launcher);
+        let tracer_provider = LensTracerProvider::new(tracer, open_spans, launcher, groups.clone());
+        if install_global {
+            // NeMo Lens sets the module's groups at every setup (none when it does not export).
+            set_enabled_span_groups(groups);
+        }
         if claim.keep() {
             opentelemetry::global::set_tracer_provider(tracer_provider.clone());
             opentelemetry::global::set_meter_provider(meter_provider.clone());
@@ -171,15 +216,17 @@ impl TelemetryBuilder {
             inner: Arc::new(HandleInner {
                 tracer_provider,
                 meter_provider,
+                logger_provider,
+                log_stats,
                 fanout,
                 rank,
                 exporting,
                 sampler_keeps: sampler.map(|s| s.keeps()).unwrap_or(exporting),
                 run_id,
                 resource,
-                batch,
+                batch: config.batch,
                 shutdown: Mutex::new(None),
-                shutdown_timeout: Duration::from_millis(batch.shutdown_timeout_ms),
+                shutdown_timeout: Duration::from_millis(config.batch.shutdown_timeout_ms),
                 _self_metrics: self_metrics,
             }),
         })
@@ -200,20 +247,31 @@ impl TelemetryBuilder {
         } && config.enabled;
         if exporting {
             config.check_shorthand_for(
-                config.traces_enabled
-                    && config.traces.exporters.is_empty()
-                    && self.span_exporters.is_empty(),
-                config.metrics_enabled
-                    && config.metrics.exporters.is_empty()
-                    && self.metric_readers.is_empty(),
-                &shorthand_origin(&config.exporter, env.as_ref()),
+                [
+                    config.traces_enabled
+                        && config.traces.exporters.is_empty()
+                        && self.injected.span_exporters.is_empty(),
+                    config.metrics_enabled
+                        && config.metrics.exporters.is_empty()
+                        && self.injected.metric_readers.is_empty(),
+                    config.logs_enabled
+                        && config.logs.exporters.is_empty()
+                        && self.injected.log_exporters.is_empty(),
+                ],
+                &value_origin("EXPORTER", &config.exporter, env.as_ref()),
             )?;
         }
-        if exporting && config.logs_enabled {
-            log::warn!(
-                "logs_enabled: Lens exports no logs signal; no logger provider is built (traces and metrics are)"
-            );
-        }
+        // As in NeMo Lens, only an exporting rank resolves the groups (and fails on a bad one).
+        let groups = if exporting {
+            SpanGroups::resolve(&config.span_groups).map_err(|message| LensError::Config {
+                source_name: value_origin("SPAN_GROUPS", &config.span_groups, env.as_ref())
+                    .to_string(),
+                message: format!("`span_groups`: {message}"),
+                source: None,
+            })?
+        } else {
+            SpanGroups::none()
+        };
         let run_id = resolve_run_id(&config.run_id, env.as_ref());
         let resource = build_resource(
             &ResourceInputs {
@@ -250,110 +308,9 @@ impl TelemetryBuilder {
             resource,
             sampler,
             launcher,
+            groups,
         })
     }
-
-    fn build_providers(
-        mut self,
-        decision: &Decision,
-    ) -> Result<(SdkTracerProvider, SdkMeterProvider, Option<Arc<FanOutCore>>), LensError> {
-        if !decision.exporting || crate::trace::sdk_disabled(self.env.as_ref()) {
-            // No-op providers: no processors, no readers, nothing recorded.
-            return Ok((
-                off_tracer_provider(),
-                SdkMeterProvider::builder().build(),
-                None,
-            ));
-        }
-        let injected = Injected {
-            span_exporters: std::mem::take(&mut self.span_exporters),
-            span_processors: std::mem::take(&mut self.span_processors),
-            metric_readers: std::mem::take(&mut self.metric_readers),
-        };
-        let ctx = BuildContext::new(
-            &self.config,
-            self.env.as_ref(),
-            decision.rank,
-            decision.resource.clone(),
-        );
-        let (tracer_provider, fanout) = self.tracer_provider(
-            &ctx,
-            decision,
-            injected.span_exporters,
-            injected.span_processors,
-        )?;
-        let meter_provider =
-            self.meter_provider(&ctx, &decision.resource, injected.metric_readers)?;
-        Ok((tracer_provider, meter_provider, fanout))
-    }
-
-    /// The tracer provider of an exporting rank: the sampler, then the fan-out to one batch
-    /// processor per exporter (the injected ones, else the config's) and the added processors.
-    fn tracer_provider(
-        &self,
-        ctx: &BuildContext<'_>,
-        decision: &Decision,
-        span_exporters: Vec<(String, ExporterFactory)>,
-        span_processors: Vec<Box<dyn SpanProcessor>>,
-    ) -> Result<(SdkTracerProvider, Option<Arc<FanOutCore>>), LensError> {
-        let config = &self.config;
-        if !config.traces_enabled {
-            return Ok((off_tracer_provider(), None));
-        }
-        let core = FanOutCore::new(config.close_open_spans_on_shutdown);
-        if span_exporters.is_empty() {
-            for spec in config.trace_exporters() {
-                let (processor, stats) = ctx.span_processor(&spec, &spec.display_name())?;
-                core.add(processor, Some(stats));
-            }
-        }
-        for (name, factory) in span_exporters {
-            let stats = Arc::new(ExporterStats::new(name));
-            core.add(Box::new(factory(config.batch, stats.clone())), Some(stats));
-        }
-        for p in span_processors {
-            core.add(p, None);
-        }
-        let builder = SdkTracerProvider::builder()
-            .with_resource(decision.resource.clone())
-            .with_span_processor(FanOutSpanProcessor(core.clone()));
-        let builder = match decision.sampler {
-            Some(s) => builder.with_sampler(s),
-            None => builder.with_sampler(crate::trace::sampler_from_env(self.env.as_ref())),
-        };
-        Ok((builder.build(), Some(core)))
-    }
-
-    /// The meter provider of an exporting rank: the injected readers, else the config's.
-    fn meter_provider(
-        &self,
-        ctx: &BuildContext<'_>,
-        resource: &Resource,
-        metric_readers: Vec<ReaderHook>,
-    ) -> Result<SdkMeterProvider, LensError> {
-        let mut builder = SdkMeterProvider::builder().with_resource(resource.clone());
-        if !self.config.metrics_enabled {
-            return Ok(builder.build());
-        }
-        if metric_readers.is_empty() {
-            for spec in self.config.metric_exporters() {
-                if let Some(reader) = ctx.metric_reader(&spec, &spec.display_name())? {
-                    builder = builder.with_reader(reader);
-                }
-            }
-        }
-        for hook in metric_readers {
-            builder = hook(builder);
-        }
-        Ok(builder.build())
-    }
-}
-
-/// What the application handed the builder in code, in place of the config's exporters.
-struct Injected {
-    span_exporters: Vec<(String, ExporterFactory)>,
-    span_processors: Vec<Box<dyn SpanProcessor>>,
-    metric_readers: Vec<ReaderHook>,
 }
 
 /// What [`TelemetryBuilder::install`] decided before building anything.
@@ -365,26 +322,21 @@ struct Decision {
     sampler: Option<RankAwareSampler>,
     /// The launcher's trace (`TRACEPARENT`), parent of this rank's root spans.
     launcher: Option<opentelemetry::Context>,
+    /// What this rank records: the config's groups when it exports, none otherwise.
+    groups: SpanGroups,
 }
 
-/// Where the `exporter` shorthand came from, for its error: the variable holding that value
-/// when NeMo Lens's or Lens's holds it (a library's own prefix is not known here).
-fn shorthand_origin(exporter: &str, env: &dyn EnvSource) -> ConfigSource {
-    ["NEMO_LENS_EXPORTER", "LENS_EXPORTER"]
+/// Where a value checked at setup came from, for its error: the variable holding that value
+/// when NeMo Lens's or Lens's (`key`: `EXPORTER`, `SPAN_GROUPS`) holds it (a library's own
+/// prefix is not known here).
+fn value_origin(key: &str, value: &str, env: &dyn EnvSource) -> ConfigSource {
+    [format!("NEMO_LENS_{key}"), format!("LENS_{key}")]
         .into_iter()
         .find(|name| {
             env.get(name)
-                .is_some_and(|v| crate::config::python::strip(&v) == exporter)
+                .is_some_and(|v| crate::config::python::strip(&v) == value)
         })
-        .map_or(ConfigSource::Code, |name| {
-            ConfigSource::Variable(name.to_string())
-        })
-}
-
-fn off_tracer_provider() -> SdkTracerProvider {
-    SdkTracerProvider::builder()
-        .with_sampler(Sampler::AlwaysOff)
-        .build()
+        .map_or(ConfigSource::Code, ConfigSource::Variable)
 }
 
 /// A global installation's claim on the process's providers: released again when setup fails,

@@ -1,5 +1,5 @@
-//! [`TelemetryHandle`]: the installed telemetry of one rank, its statistics and its life
-//! cycle (flush, idempotent shutdown, shutdown on drop).
+//! [`TelemetryHandle`]: the installed telemetry of one rank, its statistics, its logging
+//! bridge and its life cycle (flush, idempotent shutdown, shutdown on drop).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -7,20 +7,25 @@ use std::time::Duration;
 use opentelemetry::metrics::Meter;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::{SpanExporter, SpanProcessor};
 
 use crate::config::BatchConfig;
 use crate::error::LensError;
+use crate::logs::LogBridge;
 use crate::rank::RankInfo;
 use crate::trace::{
-    BatchSpanProcessor, DeliveryStats, ExporterStats, FanOutCore, LensTracer, LensTracerProvider,
-    self_metrics::Instruments,
+    BatchSpanProcessor, DeliveryStats, ExporterSnapshot, ExporterStats, FanOutCore, LensTracer,
+    LensTracerProvider, self_metrics::Instruments,
 };
 
 pub(super) struct HandleInner {
     pub(super) tracer_provider: LensTracerProvider,
     pub(super) meter_provider: SdkMeterProvider,
+    pub(super) logger_provider: SdkLoggerProvider,
+    /// One per log exporter, in configuration order.
+    pub(super) log_stats: Vec<Arc<ExporterStats>>,
     pub(super) fanout: Option<Arc<FanOutCore>>,
     pub(super) rank: RankInfo,
     pub(super) exporting: bool,
@@ -79,6 +84,42 @@ impl TelemetryHandle {
         &self.inner.meter_provider
     }
 
+    /// The logger provider: batch log processors on an exporting rank with `logs_enabled`,
+    /// none otherwise (its loggers then record nothing).
+    pub fn logger_provider(&self) -> &SdkLoggerProvider {
+        &self.inner.logger_provider
+    }
+
+    /// A `log` bridge into this installation's logger provider, for the records at `level` or
+    /// above whose target is `target` or below it (`""`: every target); to call from an
+    /// application's own logger. See [`setup_logging_bridge`](Self::setup_logging_bridge).
+    pub fn log_bridge(&self, level: log::LevelFilter, target: &str) -> LogBridge {
+        LogBridge::new(&self.inner.logger_provider, level, target)
+    }
+
+    /// NeMo Lens's `setup_logging_bridge(logger_name, level)`: makes the bridge the process's
+    /// `log` logger, so `log::info!` & co. at `level` or above under `target` become log
+    /// records carrying the active span's ids. `false` (and a line on stderr saying why) when
+    /// another logger is installed: the application is never broken by it.
+    pub fn setup_logging_bridge(&self, level: log::LevelFilter, target: &str) -> bool {
+        self.log_bridge(level, target).install().is_ok()
+    }
+
+    /// A `tracing` layer sending `tracing` events at `level` or above under `target` (`""`:
+    /// every target) to this installation's logger provider; inside a span of
+    /// [`tracing_layer`](Self::tracing_layer) they carry its ids.
+    #[cfg(feature = "tracing")]
+    pub fn tracing_log_layer<S>(
+        &self,
+        level: tracing::Level,
+        target: &str,
+    ) -> crate::logs::TracingLogLayer<S>
+    where
+        S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+    {
+        crate::logs::tracing_log_layer(&self.inner.logger_provider, level, target)
+    }
+
     /// Whether this rank exports (strategy decision and `enabled`).
     pub fn is_exporting(&self) -> bool {
         self.inner.exporting
@@ -104,13 +145,17 @@ impl TelemetryHandle {
         &self.inner.resource
     }
 
-    /// Delivery statistics: spans produced, and per exporter exported and dropped.
+    /// Delivery statistics: spans produced, and per span and log exporter exported and
+    /// dropped.
     pub fn stats(&self) -> DeliveryStats {
-        self.inner
+        let mut stats = self
+            .inner
             .fanout
             .as_ref()
             .map(|f| f.stats())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        stats.log_exporters = self.inner.log_stats.iter().map(|s| s.snapshot()).collect();
+        stats
     }
 
     /// Adds a span processor after setup (the Rust equivalent of the seed's
@@ -155,7 +200,15 @@ impl TelemetryHandle {
                 .meter_provider
                 .force_flush()
                 .map_err(|e| format!("metrics: {e}"));
-            let _ = tx.send(traces.and(metrics));
+            let logs = if inner.log_stats.is_empty() {
+                Ok(())
+            } else {
+                inner
+                    .logger_provider
+                    .force_flush()
+                    .map_err(|e| format!("logs: {e}"))
+            };
+            let _ = tx.send(traces.and(metrics).and(logs));
         });
         match rx.recv_timeout(timeout) {
             Ok(Ok(())) => Ok(()),
@@ -210,9 +263,16 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     {
         errors.push(format!("metrics: {e}"));
     }
-    if let Some(f) = &inner.fanout {
-        log_stats(inner.rank.rank, &f.stats());
+    if !inner.log_stats.is_empty()
+        && let Err(e) = inner.logger_provider.shutdown_with_timeout(timeout)
+    {
+        errors.push(format!("logs: {e}"));
     }
+    if let Some(f) = &inner.fanout {
+        log_stats(inner.rank.rank, "spans", &f.stats().exporters);
+    }
+    let logs: Vec<_> = inner.log_stats.iter().map(|s| s.snapshot()).collect();
+    log_stats(inner.rank.rank, "log records", &logs);
     // The process stays set up, as in NeMo Lens: a later enabled setup needs `allow_reinit`.
     let outcome = if errors.is_empty() {
         Ok(())
@@ -226,10 +286,10 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     })
 }
 
-fn log_stats(rank: u32, stats: &DeliveryStats) {
-    for e in &stats.exporters {
+fn log_stats(rank: u32, noun: &str, exporters: &[ExporterSnapshot]) {
+    for e in exporters {
         let line = format!(
-            "rank {rank} exporter `{}`: {} spans received, {} exported, {} dropped (queue full {}, export failed {}, shutdown {})",
+            "rank {rank} exporter `{}`: {} {noun} received, {} exported, {} dropped (queue full {}, export failed {}, shutdown {})",
             e.name,
             e.received,
             e.exported,

@@ -1,8 +1,10 @@
-//! Installing telemetry for one rank: [`builder`] (the configuration and the decision, then
-//! assembly through [`crate::pipeline`]) and [`handle`] (what the application holds afterwards).
+//! Installing telemetry for one rank: `builder` (the configuration and the decision),
+//! `providers` (the tracer, meter and logger providers, assembled through `pipeline`) and
+//! `handle` (what the application holds afterwards).
 
 mod builder;
 mod handle;
+mod providers;
 
 use std::sync::atomic::AtomicBool;
 

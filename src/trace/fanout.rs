@@ -14,8 +14,8 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{Span, SpanData, SpanProcessor};
 
-use super::stats::{DeliveryStats, ExporterStats};
 use super::tracer::TrackedSpan;
+use crate::batch::{DeliveryStats, ExporterStats};
 
 /// Attribute (`true`) and event name on spans that were still open at shutdown and ended
 /// there, as NeMo Lens marks them.
@@ -200,6 +200,7 @@ impl FanOutCore {
                 .iter()
                 .map(|s| s.snapshot())
                 .collect(),
+            log_exporters: Vec::new(),
         }
     }
 

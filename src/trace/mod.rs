@@ -1,15 +1,18 @@
-//! The trace pipeline: rank-aware sampler, Lens's batch processor, fan-out, statistics.
+//! The trace pipeline: Lens's tracer (open spans, the launcher's trace, span groups), the
+//! rank-aware sampler, Lens's batch processor, fan-out, statistics.
 
+pub mod attributes;
 mod fanout;
+pub mod groups;
 mod processor;
 pub(crate) mod sampler;
 pub(crate) mod self_metrics;
-mod stats;
 mod tracer;
 
+pub use crate::batch::{DeliveryStats, DropReason, ExporterSnapshot, ExporterStats};
 pub(crate) use fanout::{FanOutCore, FanOutSpanProcessor};
 pub use fanout::{TRUNCATED_ATTRIBUTE, TRUNCATED_REASON, TRUNCATED_REASON_KEY};
+pub use groups::{SpanGroups, is_span_group_enabled, set_enabled_span_groups};
 pub use processor::{BatchSpanProcessor, DisabledSpanProcessor};
 pub use sampler::{RankAwareSampler, sampler_from_env, sdk_disabled};
-pub use stats::{DeliveryStats, DropReason, ExporterSnapshot, ExporterStats};
 pub use tracer::{LensSpan, LensTracer, LensTracerProvider};

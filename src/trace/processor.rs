@@ -1,122 +1,45 @@
-//! Lens's batch span processor: the SDK's design (bounded queue, worker thread, size- and
-//! time-triggered batches) with exact delivery accounting.
-//!
-//! The SDK's `BatchSpanProcessor` keeps its drop counter private and fixes its flush timeout; Lens
-//! must account for every span per exporter. Every span that reaches [`SpanProcessor::on_end`]
-//! ends up in exactly one counter of [`ExporterStats`]: exported, dropped because the queue was
-//! full, dropped because its batch failed, or dropped at shutdown (still queued or in flight when
-//! the deadline passed, or ended after shutdown). The application thread only ever does a
-//! non-blocking `try_send`; it never waits on the exporter.
+//! Lens's batch span processor: a [`BatchQueue`] of ended spans feeding one span exporter, with
+//! exact delivery accounting ([`ExporterStats`]).
 
-use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, TrySendError, bounded, select};
 use opentelemetry::Context;
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
-use super::stats::{DropReason, ExporterStats};
+use crate::batch::{BatchExport, BatchQueue, DropReason, ExporterStats};
 use crate::config::BatchConfig;
 
-enum Control {
-    Flush(Sender<OTelSdkResult>),
-    Shutdown(Sender<OTelSdkResult>, Duration),
-    SetResource(Resource),
-}
+/// A span exporter driven by the batch queue.
+struct Spans<E>(E);
 
-/// What the worker holds out of the queue (every chunk being exported), shared with a
-/// shutdown that may give up on it.
-#[derive(Default)]
-struct InFlight {
-    spans: u64,
-    abandoned: bool,
-}
+impl<E: SpanExporter + 'static> BatchExport for Spans<E> {
+    type Item = SpanData;
 
-struct Shared {
-    stats: Arc<ExporterStats>,
-    in_flight: Mutex<InFlight>,
-    spans_rx: Receiver<SpanData>,
-}
-
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, InFlight> {
-        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        futures_executor::block_on(self.0.export(batch))
     }
 
-    /// Takes up to `lanes` chunks of at most `max` queued spans each (the first may be empty;
-    /// with `full_only`, the others are taken only when full), unless shutdown gave up on this
-    /// processor.
-    fn take_chunks(&self, max: usize, lanes: usize, full_only: bool) -> Option<Vec<Vec<SpanData>>> {
-        let mut state = self.lock();
-        if state.abandoned {
-            return None;
-        }
-        let mut chunks = Vec::with_capacity(lanes);
-        for _ in 0..lanes {
-            if full_only && !chunks.is_empty() && self.spans_rx.len() < max {
-                break;
-            }
-            let chunk: Vec<SpanData> = self.spans_rx.try_iter().take(max).collect();
-            state.spans += chunk.len() as u64;
-            let last = chunk.len() < max;
-            if !chunk.is_empty() || chunks.is_empty() {
-                chunks.push(chunk);
-            }
-            if last {
-                break;
-            }
-        }
-        Some(chunks)
+    fn force_flush(&mut self) -> OTelSdkResult {
+        self.0.force_flush()
     }
 
-    /// Accounts for a chunk just exported; `false` when shutdown gave up meanwhile.
-    fn resolve(&self, n: u64, ok: bool, elapsed: Duration) -> bool {
-        let mut state = self.lock();
-        if state.abandoned {
-            return false;
-        }
-        self.stats.record_batch(n, ok, elapsed);
-        state.spans -= n;
-        true
+    fn shutdown_with_timeout(&mut self, timeout: Duration) -> OTelSdkResult {
+        self.0.shutdown_with_timeout(timeout)
     }
 
-    /// Gives up on everything held or queued: counted as dropped at shutdown.
-    fn abandon(&self) {
-        let mut state = self.lock();
-        if !state.abandoned {
-            state.abandoned = true;
-            self.stats.record_dropped(DropReason::Shutdown, state.spans);
-            state.spans = 0;
-        }
-        let queued = self.spans_rx.try_iter().count() as u64;
-        self.stats.record_dropped(DropReason::Shutdown, queued);
+    fn set_resource(&mut self, resource: &Resource) {
+        self.0.set_resource(resource)
     }
 }
 
-/// A batch span processor feeding one exporter, with exact per-exporter statistics.
+/// A batch span processor feeding one exporter, with exact per-exporter statistics: every span
+/// that reaches [`SpanProcessor::on_end`] is exported or counted as dropped, by reason.
+#[derive(Debug)]
 pub struct BatchSpanProcessor {
-    spans_tx: Sender<SpanData>,
-    wake_tx: Sender<()>,
-    control_tx: Sender<Control>,
-    shared: Arc<Shared>,
-    worker: Mutex<Option<JoinHandle<()>>>,
-    is_shutdown: AtomicBool,
-    max_batch: usize,
-    flush_timeout: Duration,
-}
-
-impl std::fmt::Debug for BatchSpanProcessor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BatchSpanProcessor")
-            .field("exporter", &self.shared.stats.name())
-            .field("max_batch", &self.max_batch)
-            .finish()
-    }
+    queue: BatchQueue<SpanData>,
 }
 
 impl BatchSpanProcessor {
@@ -125,55 +48,14 @@ impl BatchSpanProcessor {
     where
         E: SpanExporter + 'static,
     {
-        let (spans_tx, spans_rx) = bounded(config.max_queue_size.max(1));
-        let (wake_tx, wake_rx) = bounded(1);
-        let (control_tx, control_rx) = bounded(16);
-        let shared = Arc::new(Shared {
-            stats,
-            in_flight: Mutex::default(),
-            spans_rx,
-        });
-        let worker = Worker {
-            exporter,
-            shared: shared.clone(),
-            max_batch: config.max_export_batch_size.max(1),
-            lanes: config.max_concurrent_exports.max(1),
-            delay: Duration::from_millis(config.scheduled_delay_ms.max(1)),
-        };
-        let name = format!("lens-bsp-{}", shared.stats.name());
-        let handle = std::thread::Builder::new()
-            .name(name)
-            .spawn(move || worker.run(control_rx, wake_rx))
-            .expect("spawning the batch span processor thread");
         Self {
-            spans_tx,
-            wake_tx,
-            control_tx,
-            shared,
-            worker: Mutex::new(Some(handle)),
-            is_shutdown: AtomicBool::new(false),
-            max_batch: config.max_export_batch_size.max(1),
-            flush_timeout: Duration::from_millis(config.shutdown_timeout_ms),
+            queue: BatchQueue::new(Spans(exporter), config, stats, "bsp", "spans"),
         }
     }
 
     /// The live statistics of this processor's exporter.
     pub fn stats(&self) -> &Arc<ExporterStats> {
-        &self.shared.stats
-    }
-
-    /// Sends a control message and waits for the worker's reply, both bounded by `timeout`.
-    /// `None` when the worker did not answer in time.
-    fn request(
-        &self,
-        make: impl FnOnce(Sender<OTelSdkResult>) -> Control,
-        timeout: Duration,
-    ) -> Option<OTelSdkResult> {
-        let (tx, rx) = bounded(1);
-        let started = Instant::now();
-        self.control_tx.send_timeout(make(tx), timeout).ok()?;
-        rx.recv_timeout(timeout.saturating_sub(started.elapsed()))
-            .ok()
+        self.queue.stats()
     }
 }
 
@@ -181,197 +63,20 @@ impl SpanProcessor for BatchSpanProcessor {
     fn on_start(&self, _span: &mut Span, _cx: &Context) {}
 
     fn on_end(&self, span: SpanData) {
-        let stats = &self.shared.stats;
-        stats.record_received();
-        if self.is_shutdown.load(Ordering::Relaxed) {
-            stats.record_dropped(DropReason::Shutdown, 1);
-            return;
-        }
-        match self.spans_tx.try_send(span) {
-            Ok(()) => {
-                if self.spans_tx.len() >= self.max_batch {
-                    let _ = self.wake_tx.try_send(());
-                }
-            }
-            Err(TrySendError::Full(_)) => stats.record_dropped(DropReason::QueueFull, 1),
-            Err(TrySendError::Disconnected(_)) => stats.record_dropped(DropReason::Shutdown, 1),
-        }
+        self.queue.push(span);
     }
 
     fn force_flush(&self) -> OTelSdkResult {
-        if self.is_shutdown.load(Ordering::Relaxed) {
-            return Err(OTelSdkError::AlreadyShutdown);
-        }
-        self.request(Control::Flush, self.flush_timeout)
-            .unwrap_or(Err(OTelSdkError::Timeout(self.flush_timeout)))
+        self.queue.force_flush()
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        if self.is_shutdown.swap(true, Ordering::SeqCst) {
-            return Err(OTelSdkError::AlreadyShutdown);
-        }
-        match self.request(|tx| Control::Shutdown(tx, timeout), timeout) {
-            Some(result) => {
-                if let Some(h) = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                    let _ = h.join();
-                }
-                // Spans that raced with shutdown into the queue.
-                self.shared.abandon();
-                result
-            }
-            None => {
-                // The worker is stuck (a slow or hung exporter): count what it holds and leave it.
-                self.shared.abandon();
-                log::warn!(
-                    "exporter `{}`: shutdown timed out after {timeout:?}; queued and in-flight spans counted as dropped",
-                    self.shared.stats.name()
-                );
-                Err(OTelSdkError::Timeout(timeout))
-            }
-        }
+        self.queue.shutdown_with_timeout(timeout)
     }
 
     fn set_resource(&mut self, resource: &Resource) {
-        let _ = self
-            .control_tx
-            .try_send(Control::SetResource(resource.clone()));
+        self.queue.set_resource(resource)
     }
-}
-
-struct Worker<E> {
-    exporter: E,
-    shared: Arc<Shared>,
-    max_batch: usize,
-    /// Chunks exported at once (`max_concurrent_exports`).
-    lanes: usize,
-    delay: Duration,
-}
-
-impl<E: SpanExporter> Worker<E> {
-    fn run(mut self, control_rx: Receiver<Control>, wake_rx: Receiver<()>) {
-        let _suppress = Context::enter_telemetry_suppressed_scope();
-        let mut next_timer = Instant::now() + self.delay;
-        loop {
-            let wait = next_timer.saturating_duration_since(Instant::now());
-            select! {
-                recv(control_rx) -> msg => match msg {
-                    Ok(Control::Flush(reply)) => {
-                        // Queued spans first, then whatever the exporter itself buffers.
-                        let exported = self.export_queued();
-                        let _ = reply.send(exported.and(self.exporter.force_flush()));
-                    }
-                    Ok(Control::Shutdown(reply, timeout)) => {
-                        let result = self.export_queued();
-                        let shut = self.exporter.shutdown_with_timeout(timeout);
-                        let _ = reply.send(result.and(shut));
-                        return;
-                    }
-                    Ok(Control::SetResource(resource)) => self.exporter.set_resource(&resource),
-                    Err(_) => return,
-                },
-                recv(wake_rx) -> _ => {
-                    while self.shared.spans_rx.len() >= self.max_batch {
-                        if self.export_round(true).is_none() {
-                            return;
-                        }
-                    }
-                    next_timer = Instant::now() + self.delay;
-                }
-                default(wait) => {
-                    if self.export_queued().is_err() && self.shared.lock().abandoned {
-                        return;
-                    }
-                    next_timer = Instant::now() + self.delay;
-                }
-            }
-        }
-    }
-
-    /// Exports everything queued now, a batch at a time.
-    fn export_queued(&mut self) -> OTelSdkResult {
-        let mut result = Ok(());
-        let mut remaining = self.shared.spans_rx.len();
-        while remaining > 0 {
-            match self.export_round(false) {
-                None => return Err(OTelSdkError::InternalFailure("abandoned".into())),
-                Some((0, _)) => break,
-                Some((n, r)) => {
-                    remaining = remaining.saturating_sub(n);
-                    if r.is_err() {
-                        result = r;
-                    }
-                }
-            }
-        }
-        result
-    }
-
-    /// Exports up to `lanes` chunks at once (only full ones beyond the first if `full_only`),
-    /// each on its own thread beyond the first; `None` once shutdown gave up on this processor.
-    /// Returns the spans taken and the first error.
-    fn export_round(&mut self, full_only: bool) -> Option<(usize, OTelSdkResult)> {
-        let mut chunks = self
-            .shared
-            .take_chunks(self.max_batch, self.lanes, full_only)?;
-        let n: usize = chunks.iter().map(Vec::len).sum();
-        if n == 0 {
-            return Some((0, Ok(())));
-        }
-        let first = chunks.remove(0);
-        let (shared, exporter) = (&*self.shared, &self.exporter);
-        let results: Vec<Option<OTelSdkResult>> = std::thread::scope(|scope| {
-            let others: Vec<_> = chunks
-                .into_iter()
-                .map(|chunk| {
-                    scope.spawn(move || {
-                        let _suppress = Context::enter_telemetry_suppressed_scope();
-                        export_one(shared, exporter, chunk)
-                    })
-                })
-                .collect();
-            let mut results = vec![export_one(shared, exporter, first)];
-            // `export_one` catches the exporter's panics: joining cannot fail.
-            results.extend(others.into_iter().map(|h| h.join().unwrap_or(None)));
-            results
-        });
-        let mut result = Ok(());
-        for r in results {
-            match r? {
-                Err(e) if result.is_ok() => result = Err(e),
-                _ => {}
-            }
-        }
-        Some((n, result))
-    }
-}
-
-/// Exports one chunk and accounts for it (a panic is a failed export); `None` once shutdown
-/// gave up on this processor.
-fn export_one<E: SpanExporter>(
-    shared: &Shared,
-    exporter: &E,
-    chunk: Vec<SpanData>,
-) -> Option<OTelSdkResult> {
-    let n = chunk.len();
-    let started = Instant::now();
-    // A panicking exporter fails its batch; the worker thread carries on.
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        futures_executor::block_on(exporter.export(chunk))
-    }))
-    .unwrap_or_else(|_| {
-        Err(OTelSdkError::InternalFailure(
-            "the exporter panicked".into(),
-        ))
-    });
-    if let Err(e) = &result {
-        log::warn!(
-            "exporter `{}`: export of {n} spans failed: {e}",
-            shared.stats.name()
-        );
-    }
-    shared
-        .resolve(n as u64, result.is_ok(), started.elapsed())
-        .then_some(result)
 }
 
 /// In place of an exporter disabled at setup: every span it would have got is counted as

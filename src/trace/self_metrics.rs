@@ -18,7 +18,7 @@ use opentelemetry::KeyValue;
 use opentelemetry::metrics::{AsyncInstrument, Meter};
 
 use super::fanout::FanOutCore;
-use super::stats::{DeliveryStats, ExporterSnapshot};
+use crate::batch::{DeliveryStats, ExporterSnapshot};
 
 /// Reports one value with extra attributes (the exporter attribute is added).
 type Observe<'a> = &'a dyn Fn(u64, Vec<KeyValue>);

@@ -9,6 +9,9 @@
 //!   `TRACEPARENT` (and `TRACESTATE`), a span started without a parent gets that remote context as
 //!   its parent, so every rank of a job lands in one trace.
 //!
+//! - **Span groups.** [`LensTracer::in_group_span`] and [`LensTracer::group_span`] create a span
+//!   only when its group is enabled on this rank ([`SpanGroups`]).
+//!
 //! [`LensTracerProvider`] hands out these tracers (and is what Lens installs globally).
 
 use std::borrow::Cow;
@@ -22,6 +25,7 @@ use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, Span as SdkSpan};
 
 use super::fanout::OpenSpans;
+use super::groups::SpanGroups;
 
 /// The tracer of a Lens installation (see the module's documentation).
 #[derive(Clone, Debug)]
@@ -29,12 +33,50 @@ pub struct LensTracer {
     inner: SdkTracer,
     open: Option<Arc<OpenSpans>>,
     launcher: Option<Context>,
+    groups: SpanGroups,
 }
 
 impl LensTracer {
     /// The SDK's tracer underneath.
     pub fn sdk_tracer(&self) -> &SdkTracer {
         &self.inner
+    }
+
+    /// Whether spans of `group` are recorded by this tracer's installation.
+    pub fn is_span_group_enabled(&self, group: &str) -> bool {
+        self.groups.contains(group)
+    }
+
+    /// Runs `f` inside a new active span `name` when `group` is enabled (`f` gets its
+    /// context), else runs `f` with `None` and creates nothing: NeMo Lens's `managed_span`.
+    ///
+    /// ```
+    /// # use lens::opentelemetry::trace::{Span as _, TraceContextExt as _};
+    /// # let config = lens::LensConfig { enabled: true, exporter: "none".into(), ..Default::default() };
+    /// # let handle = lens::Telemetry::builder(config).rank(0).world_size(1).install_global(false).install().unwrap();
+    /// let tracer = handle.tracer("trainer");
+    /// // `default` enables job, checkpoint and evaluate, not step.
+    /// let created = tracer.in_group_span("step", "step", |cx| cx.is_some());
+    /// assert!(!created);
+    /// tracer.in_group_span("checkpoint", "save", |cx| {
+    ///     cx.expect("enabled").span().set_attribute(lens::opentelemetry::KeyValue::new("step", 100));
+    /// });
+    /// ```
+    pub fn in_group_span<T>(
+        &self,
+        group: &str,
+        name: impl Into<Cow<'static, str>>,
+        f: impl FnOnce(Option<&Context>) -> T,
+    ) -> T {
+        if !self.groups.contains(group) {
+            return f(None);
+        }
+        self.in_span(name, |cx| f(Some(&cx)))
+    }
+
+    /// Starts span `name` when `group` is enabled, else `None` (nothing is created).
+    pub fn group_span(&self, group: &str, name: impl Into<Cow<'static, str>>) -> Option<LensSpan> {
+        self.groups.contains(group).then(|| self.start(name))
     }
 }
 
@@ -173,6 +215,7 @@ pub struct LensTracerProvider {
     inner: SdkTracerProvider,
     open: Option<Arc<OpenSpans>>,
     launcher: Option<Context>,
+    groups: SpanGroups,
 }
 
 impl LensTracerProvider {
@@ -180,12 +223,19 @@ impl LensTracerProvider {
         inner: SdkTracerProvider,
         open: Option<Arc<OpenSpans>>,
         launcher: Option<Context>,
+        groups: SpanGroups,
     ) -> Self {
         Self {
             inner,
             open,
             launcher,
+            groups,
         }
+    }
+
+    /// The span groups this installation records.
+    pub fn span_groups(&self) -> &SpanGroups {
+        &self.groups
     }
 
     /// The SDK's provider underneath (its tracers neither close open spans nor join the
@@ -203,6 +253,7 @@ impl TracerProvider for LensTracerProvider {
             inner: self.inner.tracer_with_scope(scope),
             open: self.open.clone(),
             launcher: self.launcher.clone(),
+            groups: self.groups.clone(),
         }
     }
 }

@@ -25,6 +25,7 @@ use super::engine::{EPOCH_TICK, ticks};
 use super::guest_output::shown;
 use super::load::EXPORT_NAME;
 use super::sandbox::{Grants, HostState, MemoryLimitExceeded};
+use crate::batch::ExporterStats;
 use crate::bindings::exports::lens::exporter::span_exporter::Guest;
 use crate::bindings::types::{Batch, Encoding};
 use crate::bindings::{Exporter, ExporterPre};
@@ -32,7 +33,6 @@ use crate::encoding::typed::TypedBatchRef;
 use crate::encoding::typed::owned::resource as wit_resource;
 use crate::encoding::{BatchEncoder, EncodedBatch};
 use crate::error::FaultKind;
-use crate::trace::ExporterStats;
 
 /// Longest guest error message or fault detail kept (the rest is cut, with a note), before
 /// its control characters are escaped.

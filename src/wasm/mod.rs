@@ -40,11 +40,11 @@ pub use exporter::WasmSpanExporter;
 pub use instance::{INSTANCE_PLACEHOLDER, MAX_GUEST_ERROR};
 pub use load::{DEFAULT_MAX_FILE_MIB, EXPORT_NAME, LoadChecks, LoadedComponent, WORLD_NAME, load};
 
+use crate::batch::ExporterStats;
 use crate::config::env::{EnvSource, ProcessEnv};
 use crate::config::{BatchConfig, WasmCacheConfig, WasmExporterSpec};
 use crate::error::LensError;
 pub use crate::error::{GrantError, LoadError, WasmSetupError};
-use crate::trace::ExporterStats;
 use instance::{InstanceFactory, StartError};
 use sandbox::Grants;
 

@@ -6,7 +6,9 @@
 //! - [`decisions`]: which ranks export, under every strategy, for world sizes 1…64, and which
 //!   ranks the rank-aware sampler keeps;
 //! - [`setup`]: whole setups — whether the rank exports, the full resource, what is recorded under
-//!   the standard `OTEL_*` variables, and the one-setup rule.
+//!   the standard `OTEL_*` variables, and the one-setup rule;
+//! - [`surface`]: the helpers training code calls — span groups, safe attributes and redaction,
+//!   the semantic-convention names, the inference, RL and Gym instruments.
 //!
 //! What is not compared, and why (none is a choice Lens makes): `process.pid` (a different
 //! process; its type is compared), `telemetry.sdk.language`/`.version` (the SDK describing itself:
@@ -17,3 +19,4 @@ mod config;
 mod decisions;
 mod oracle;
 mod setup;
+mod surface;

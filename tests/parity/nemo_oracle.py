@@ -13,6 +13,10 @@ rules. Modes:
 - ``sequence``: several ``setup_telemetry`` calls in one process (the one-setup rule).
 - ``protocols``: the OTLP transport NeMo Lens picks per signal (``_resolve_otlp_protocol``, then
   its ``prefer_http`` test).
+- ``surface``: the helpers training code calls: span-group specs resolved (``SpanGroup.resolve``),
+  ``safe_set_span_attributes`` on a real span, the ``semconv`` constants, and what
+  ``record_inference_metrics``/``record_rl_metrics``/``record_gym_metrics`` record (name, unit,
+  description, kind, value type, points) as an in-memory reader collects it.
 """
 
 import json
@@ -185,6 +189,102 @@ def protocols(request: dict) -> list:
     return out
 
 
+def tagged(value):
+    """An attribute value with its type, as the Rust side writes it."""
+    if isinstance(value, bool):
+        return {"bool": value}
+    if isinstance(value, int):
+        return {"int": value}
+    if isinstance(value, float):
+        return {"double": value}
+    if isinstance(value, str):
+        return {"string": value}
+    return {"array": [tagged(v) for v in value]}
+
+
+def span_groups(specs: list) -> list:
+    from nemo.lens.groups import SpanGroup
+
+    out = []
+    for spec in specs:
+        try:
+            out.append({"groups": sorted(SpanGroup.resolve(spec))})
+        except ValueError as e:
+            out.append({"error": str(e)})
+    return out
+
+
+def safe_attributes(cases: list) -> list:
+    from nemo.lens.helpers import safe_set_span_attributes
+    from opentelemetry.sdk.trace import TracerProvider
+
+    tracer = TracerProvider().get_tracer("parity")
+    out = []
+    for case in cases:
+        span = tracer.start_span("s")
+        if "redact_keys" in case:
+            safe_set_span_attributes(span, case["attributes"], frozenset(case["redact_keys"]))
+        else:
+            safe_set_span_attributes(span, case["attributes"])
+        out.append([[k, tagged(v)] for k, v in span.attributes.items()])
+        span.end()
+    return out
+
+
+def instruments(calls: list) -> list:
+    from nemo.lens.instruments.gym import record_gym_metrics
+    from nemo.lens.instruments.inference import record_inference_metrics
+    from nemo.lens.instruments.rl import record_rl_metrics
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    meter = MeterProvider(metric_readers=[reader]).get_meter("parity")
+    record = {
+        "inference": record_inference_metrics,
+        "rl": record_rl_metrics,
+        "gym": record_gym_metrics,
+    }
+    for call in calls:
+        record[call["family"]](meter, **call["args"])
+    out = []
+    for rm in reader.get_metrics_data().resource_metrics:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                kind = type(m.data).__name__.lower()
+                points = []
+                for p in m.data.data_points:
+                    attrs = sorted([k, tagged(v)] for k, v in (p.attributes or {}).items())
+                    if kind == "histogram":
+                        value = {"count": p.count, "sum": float(p.sum)}
+                    else:
+                        value = tagged(p.value)
+                    points.append({"attributes": attrs, "value": value})
+                points.sort(key=json.dumps)
+                out.append(
+                    {
+                        "name": m.name,
+                        "unit": m.unit or "",
+                        "description": m.description or "",
+                        "kind": kind,
+                        "points": points,
+                    }
+                )
+    out.sort(key=lambda m: m["name"])
+    return out
+
+
+def surface(request: dict) -> dict:
+    from nemo.lens import semconv
+
+    return {
+        "span_groups": span_groups(request["span_groups"]),
+        "safe_attributes": safe_attributes(request["safe_attributes"]),
+        "semconv": {k: v for k, v in vars(semconv).items() if k.isupper()},
+        "instruments": instruments(request["instruments"]),
+    }
+
+
 def main() -> None:
     request = json.load(sys.stdin)
     mode = request["mode"]
@@ -198,6 +298,8 @@ def main() -> None:
         answer = sequence(request)
     elif mode == "protocols":
         answer = protocols(request)
+    elif mode == "surface":
+        answer = surface(request)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     json.dump(answer, sys.stdout)

@@ -7,6 +7,7 @@
 //! A rank talks to the launcher in JSON lines on its stdout ([`RankMessage`]).
 
 mod launcher;
+mod logfile;
 mod rank;
 
 use std::path::PathBuf;

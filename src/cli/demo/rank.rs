@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use lens::config::{ExporterSpec, WasmExporterSpec, WasmPreopen};
 use lens::exporter::json::metrics_json;
+use lens::logs::LogBridge;
 use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::metrics::{Counter, Gauge, Histogram};
 use lens::opentelemetry::trace::{Span, TraceContextExt, Tracer};
@@ -63,7 +64,8 @@ pub fn run_rank(args: RankArgs) -> ExitCode {
 }
 
 /// The telemetry of a rank: `--config`, or the default job's (the built-in JSON-lines exporter
-/// writing `rank-N.jsonl` into `--out`, metrics kept in memory for `rank-N.metrics.jsonl`).
+/// writing `rank-N.jsonl` into `--out`, metrics kept in memory for `rank-N.metrics.jsonl`, log
+/// records in `rank-N.logs.jsonl`).
 fn install(
     args: &RankArgs,
     reader: &InMemoryMetricReader,
@@ -78,6 +80,7 @@ fn install(
         service_name: "lens-demo".into(),
         export_strategy: "all_ranks".into(),
         exporter: "none".into(),
+        logs_enabled: true,
         ..LensConfig::default()
     };
     config.apply_env(&lens::config::env::ProcessEnv)?;
@@ -92,8 +95,11 @@ fn install(
         settings: [("path".to_string(), "/out/rank-{dl.rank}.jsonl".to_string())].into(),
         ..Default::default()
     })];
+    let rank = lens::RankInfo::detect(None, None, &lens::config::env::ProcessEnv)?.rank;
+    let logs = args.out.join(format!("rank-{rank}.logs.jsonl"));
     Telemetry::builder(config)
         .metric_reader(reader.clone())
+        .named_log_exporter("logfile", super::logfile::LogFileExporter::new(logs))
         .install()
 }
 
@@ -148,8 +154,8 @@ impl Schedule {
 }
 
 /// One training step: its span with the forward/backward and optimizer children (and a
-/// checkpoint every `checkpoint_every` steps).
-fn step(tracer: &LensTracer, args: &RankArgs, step: u64) {
+/// checkpoint every `checkpoint_every` steps, logged through the logging bridge inside its span).
+fn step(tracer: &LensTracer, logs: &LogBridge, args: &RankArgs, step: u64) {
     tracer.in_span("step", |cx| {
         let span = cx.span();
         let mut fb = tracer.start("forward_backward");
@@ -163,9 +169,17 @@ fn step(tracer: &LensTracer, args: &RankArgs, step: u64) {
         ));
         opt.end();
         if args.checkpoint_every > 0 && step.is_multiple_of(args.checkpoint_every) {
-            let mut ck = tracer.start("checkpoint");
-            ck.set_attribute(KeyValue::new("step", step as i64));
-            ck.end();
+            tracer.in_span("checkpoint", |cx| {
+                cx.span().set_attribute(KeyValue::new("step", step as i64));
+                log::Log::log(
+                    logs,
+                    &log::Record::builder()
+                        .level(log::Level::Info)
+                        .target("lens.demo")
+                        .args(format_args!("checkpoint saved at step {step}"))
+                        .build(),
+                );
+            });
         }
         span.set_attribute(KeyValue::new("step", step as i64));
         span.set_attribute(KeyValue::new("loss", 4.0 / (1.0 + step as f64 / 20.0)));
@@ -180,6 +194,8 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
     let output = (args.config.is_none() && handle.is_exporting())
         .then(|| args.out.join(format!("rank-{rank}.jsonl")));
     let tracer = handle.tracer("lens.demo");
+    // The process's `log` logger is the CLI's own (stderr): the demo calls the bridge itself.
+    let logs = handle.log_bridge(log::LevelFilter::Info, "lens.demo");
     let meter = handle.meter("lens.demo");
     let instruments = Instruments {
         step_time: meter
@@ -204,7 +220,7 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
                 break;
             }
             let started = Instant::now();
-            step(&tracer, args, n);
+            step(&tracer, &logs, args, n);
             let ms = started.elapsed().as_secs_f64() * 1000.0;
             instruments.step_time.record(ms, &[]);
             instruments.tokens.add(TOKENS_PER_STEP, &[]);

@@ -34,7 +34,7 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A rotel collector on 127.0.0.1 printing every span it receives.
+/// A rotel collector on 127.0.0.1 printing every span, metric and log record it receives.
 pub struct Collector {
     child: Child,
     pub grpc_port: u16,
@@ -70,6 +70,8 @@ impl Collector {
                 "traces",
                 "--debug-log",
                 "metrics",
+                "--debug-log",
+                "logs",
                 "--debug-log-verbosity",
                 verbosity,
                 "--log-format",

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use lens::opentelemetry::{Key, Value};
 use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use lens::opentelemetry_sdk::logs::{LogBatch, LogExporter};
 use lens::opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use lens::{LensConfig, TelemetryBuilder, TelemetryHandle};
 
@@ -81,15 +82,26 @@ impl SlowExporter {
     }
 }
 
-impl SpanExporter for SlowExporter {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+impl SlowExporter {
+    fn take(&self, items: usize) -> OTelSdkResult {
         std::thread::sleep(self.delay);
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         if self.fail_every > 0 && n.is_multiple_of(self.fail_every) {
             return Err(OTelSdkError::InternalFailure("backend said no".into()));
         }
-        self.accepted
-            .fetch_add(batch.len() as u64, Ordering::SeqCst);
+        self.accepted.fetch_add(items as u64, Ordering::SeqCst);
         Ok(())
+    }
+}
+
+impl SpanExporter for SlowExporter {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.take(batch.len())
+    }
+}
+
+impl LogExporter for SlowExporter {
+    async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
+        self.take(batch.iter().count())
     }
 }

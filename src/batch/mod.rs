@@ -1,0 +1,406 @@
+//! Lens's batch queue, shared by the span and log processors: the SDK's design (bounded queue,
+//! worker thread, size- and time-triggered batches) with exact delivery accounting.
+//!
+//! The SDK's batch processors keep their drop counters private and fix their flush timeouts;
+//! Lens must account for every item per exporter. Every item pushed ends up in exactly one
+//! counter of [`ExporterStats`]: exported, dropped because the queue was full, dropped because
+//! its batch failed, or dropped at shutdown (still queued or in flight when the deadline passed,
+//! or pushed after shutdown). The application thread only ever does a non-blocking `try_send`;
+//! it never waits on the exporter.
+//!
+//! [`BatchQueue`] knows nothing of spans or logs: a [`BatchExport`] adapts one kind of exporter
+//! (`trace::processor`, `logs::processor`).
+
+mod stats;
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError, bounded, select};
+use opentelemetry::Context;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+
+use crate::config::BatchConfig;
+pub use stats::{DeliveryStats, DropReason, ExporterSnapshot, ExporterStats};
+
+/// One kind of exporter as the batch queue drives it: exports run on the worker thread (and,
+/// with `max_concurrent_exports`, on scoped threads beside it), the rest on the worker alone.
+pub(crate) trait BatchExport: Send + Sync + 'static {
+    /// What is queued: a span, a log record with its scope.
+    type Item: Send + 'static;
+    /// Exports one batch to completion.
+    fn export(&self, batch: Vec<Self::Item>) -> OTelSdkResult;
+    /// Flushes what the exporter itself buffers.
+    fn force_flush(&mut self) -> OTelSdkResult;
+    /// Shuts the exporter down.
+    fn shutdown_with_timeout(&mut self, timeout: Duration) -> OTelSdkResult;
+    /// Hands the exporter the provider's resource.
+    fn set_resource(&mut self, resource: &Resource);
+}
+
+enum Control {
+    Flush(Sender<OTelSdkResult>),
+    Shutdown(Sender<OTelSdkResult>, Duration),
+    SetResource(Resource),
+}
+
+/// What the worker holds out of the queue (every chunk being exported), shared with a
+/// shutdown that may give up on it.
+#[derive(Default)]
+struct InFlight {
+    items: u64,
+    abandoned: bool,
+}
+
+struct Shared<T> {
+    stats: Arc<ExporterStats>,
+    /// What the queue holds, in log messages: "spans", "log records".
+    noun: &'static str,
+    in_flight: Mutex<InFlight>,
+    items_rx: Receiver<T>,
+}
+
+impl<T> Shared<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, InFlight> {
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes up to `lanes` chunks of at most `max` queued items each (the first may be empty;
+    /// with `full_only`, the others are taken only when full), unless shutdown gave up on this
+    /// queue.
+    fn take_chunks(&self, max: usize, lanes: usize, full_only: bool) -> Option<Vec<Vec<T>>> {
+        let mut state = self.lock();
+        if state.abandoned {
+            return None;
+        }
+        let mut chunks = Vec::with_capacity(lanes);
+        for _ in 0..lanes {
+            if full_only && !chunks.is_empty() && self.items_rx.len() < max {
+                break;
+            }
+            let chunk: Vec<T> = self.items_rx.try_iter().take(max).collect();
+            state.items += chunk.len() as u64;
+            let last = chunk.len() < max;
+            if !chunk.is_empty() || chunks.is_empty() {
+                chunks.push(chunk);
+            }
+            if last {
+                break;
+            }
+        }
+        Some(chunks)
+    }
+
+    /// Accounts for a chunk just exported; `false` when shutdown gave up meanwhile.
+    fn resolve(&self, n: u64, ok: bool, elapsed: Duration) -> bool {
+        let mut state = self.lock();
+        if state.abandoned {
+            return false;
+        }
+        self.stats.record_batch(n, ok, elapsed);
+        state.items -= n;
+        true
+    }
+
+    /// Gives up on everything held or queued: counted as dropped at shutdown.
+    fn abandon(&self) {
+        let mut state = self.lock();
+        if !state.abandoned {
+            state.abandoned = true;
+            self.stats.record_dropped(DropReason::Shutdown, state.items);
+            state.items = 0;
+        }
+        let queued = self.items_rx.try_iter().count() as u64;
+        self.stats.record_dropped(DropReason::Shutdown, queued);
+    }
+}
+
+/// A bounded queue feeding one exporter from a worker thread, with exact statistics.
+pub(crate) struct BatchQueue<T> {
+    items_tx: Sender<T>,
+    wake_tx: Sender<()>,
+    control_tx: Sender<Control>,
+    shared: Arc<Shared<T>>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    is_shutdown: AtomicBool,
+    max_batch: usize,
+    flush_timeout: Duration,
+}
+
+impl<T> std::fmt::Debug for BatchQueue<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchQueue")
+            .field("exporter", &self.shared.stats.name())
+            .field("max_batch", &self.max_batch)
+            .finish()
+    }
+}
+
+impl<T: Send + 'static> BatchQueue<T> {
+    /// Starts the worker thread (`lens-{thread}-{exporter name}`) for `exporter`, counting
+    /// into `stats`.
+    pub(crate) fn new<E>(
+        exporter: E,
+        config: BatchConfig,
+        stats: Arc<ExporterStats>,
+        thread: &str,
+        noun: &'static str,
+    ) -> Self
+    where
+        E: BatchExport<Item = T>,
+    {
+        let (items_tx, items_rx) = bounded(config.max_queue_size.max(1));
+        let (wake_tx, wake_rx) = bounded(1);
+        let (control_tx, control_rx) = bounded(16);
+        let shared = Arc::new(Shared {
+            stats,
+            noun,
+            in_flight: Mutex::default(),
+            items_rx,
+        });
+        let worker = Worker {
+            exporter,
+            shared: shared.clone(),
+            max_batch: config.max_export_batch_size.max(1),
+            lanes: config.max_concurrent_exports.max(1),
+            delay: Duration::from_millis(config.scheduled_delay_ms.max(1)),
+        };
+        let name = format!("lens-{thread}-{}", shared.stats.name());
+        let handle = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || worker.run(control_rx, wake_rx))
+            .expect("spawning a batch processor thread");
+        Self {
+            items_tx,
+            wake_tx,
+            control_tx,
+            shared,
+            worker: Mutex::new(Some(handle)),
+            is_shutdown: AtomicBool::new(false),
+            max_batch: config.max_export_batch_size.max(1),
+            flush_timeout: Duration::from_millis(config.shutdown_timeout_ms),
+        }
+    }
+
+    /// The live statistics of this queue's exporter.
+    pub(crate) fn stats(&self) -> &Arc<ExporterStats> {
+        &self.shared.stats
+    }
+
+    /// Queues `item` without waiting; counted as dropped when the queue is full or shut down.
+    pub(crate) fn push(&self, item: T) {
+        let stats = &self.shared.stats;
+        stats.record_received();
+        if self.is_shutdown.load(Ordering::Relaxed) {
+            stats.record_dropped(DropReason::Shutdown, 1);
+            return;
+        }
+        match self.items_tx.try_send(item) {
+            Ok(()) => {
+                if self.items_tx.len() >= self.max_batch {
+                    let _ = self.wake_tx.try_send(());
+                }
+            }
+            Err(TrySendError::Full(_)) => stats.record_dropped(DropReason::QueueFull, 1),
+            Err(TrySendError::Disconnected(_)) => stats.record_dropped(DropReason::Shutdown, 1),
+        }
+    }
+
+    /// Exports everything queued, then flushes the exporter, within `shutdown_timeout_ms`.
+    pub(crate) fn force_flush(&self) -> OTelSdkResult {
+        if self.is_shutdown.load(Ordering::Relaxed) {
+            return Err(OTelSdkError::AlreadyShutdown);
+        }
+        self.request(Control::Flush, self.flush_timeout)
+            .unwrap_or(Err(OTelSdkError::Timeout(self.flush_timeout)))
+    }
+
+    /// Exports what is queued and shuts the exporter down within `timeout`; what is left then
+    /// is counted as dropped at shutdown.
+    pub(crate) fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        if self.is_shutdown.swap(true, Ordering::SeqCst) {
+            return Err(OTelSdkError::AlreadyShutdown);
+        }
+        match self.request(|tx| Control::Shutdown(tx, timeout), timeout) {
+            Some(result) => {
+                if let Some(h) = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    let _ = h.join();
+                }
+                // Items that raced with shutdown into the queue.
+                self.shared.abandon();
+                result
+            }
+            None => {
+                // The worker is stuck (a slow or hung exporter): count what it holds and leave it.
+                self.shared.abandon();
+                log::warn!(
+                    "exporter `{}`: shutdown timed out after {timeout:?}; queued and in-flight {} counted as dropped",
+                    self.shared.stats.name(),
+                    self.shared.noun
+                );
+                Err(OTelSdkError::Timeout(timeout))
+            }
+        }
+    }
+
+    /// Hands the exporter the provider's resource (on the worker, before the next batch).
+    pub(crate) fn set_resource(&self, resource: &Resource) {
+        let _ = self
+            .control_tx
+            .try_send(Control::SetResource(resource.clone()));
+    }
+
+    /// Sends a control message and waits for the worker's reply, both bounded by `timeout`.
+    /// `None` when the worker did not answer in time.
+    fn request(
+        &self,
+        make: impl FnOnce(Sender<OTelSdkResult>) -> Control,
+        timeout: Duration,
+    ) -> Option<OTelSdkResult> {
+        let (tx, rx) = bounded(1);
+        let started = Instant::now();
+        self.control_tx.send_timeout(make(tx), timeout).ok()?;
+        rx.recv_timeout(timeout.saturating_sub(started.elapsed()))
+            .ok()
+    }
+}
+
+struct Worker<E: BatchExport> {
+    exporter: E,
+    shared: Arc<Shared<E::Item>>,
+    max_batch: usize,
+    /// Chunks exported at once (`max_concurrent_exports`).
+    lanes: usize,
+    delay: Duration,
+}
+
+impl<E: BatchExport> Worker<E> {
+    fn run(mut self, control_rx: Receiver<Control>, wake_rx: Receiver<()>) {
+        // The exporter's own telemetry (an HTTP client's spans, say) must not feed back in.
+        let _suppress = Context::enter_telemetry_suppressed_scope();
+        let mut next_timer = Instant::now() + self.delay;
+        loop {
+            let wait = next_timer.saturating_duration_since(Instant::now());
+            select! {
+                recv(control_rx) -> msg => match msg {
+                    Ok(Control::Flush(reply)) => {
+                        // Queued items first, then whatever the exporter itself buffers.
+                        let exported = self.export_queued();
+                        let _ = reply.send(exported.and(self.exporter.force_flush()));
+                    }
+                    Ok(Control::Shutdown(reply, timeout)) => {
+                        let result = self.export_queued();
+                        let shut = self.exporter.shutdown_with_timeout(timeout);
+                        let _ = reply.send(result.and(shut));
+                        return;
+                    }
+                    Ok(Control::SetResource(resource)) => self.exporter.set_resource(&resource),
+                    Err(_) => return,
+                },
+                recv(wake_rx) -> _ => {
+                    while self.shared.items_rx.len() >= self.max_batch {
+                        if self.export_round(true).is_none() {
+                            return;
+                        }
+                    }
+                    next_timer = Instant::now() + self.delay;
+                }
+                default(wait) => {
+                    if self.export_queued().is_err() && self.shared.lock().abandoned {
+                        return;
+                    }
+                    next_timer = Instant::now() + self.delay;
+                }
+            }
+        }
+    }
+
+    /// Exports everything queued now, a batch at a time.
+    fn export_queued(&mut self) -> OTelSdkResult {
+        let mut result = Ok(());
+        let mut remaining = self.shared.items_rx.len();
+        while remaining > 0 {
+            match self.export_round(false) {
+                None => return Err(OTelSdkError::InternalFailure("abandoned".into())),
+                Some((0, _)) => break,
+                Some((n, r)) => {
+                    remaining = remaining.saturating_sub(n);
+                    if r.is_err() {
+                        result = r;
+                    }
+                }
+            }
+        }
+        result
+    }
+
+    /// Exports up to `lanes` chunks at once (only full ones beyond the first if `full_only`),
+    /// each on its own thread beyond the first; `None` once shutdown gave up on this queue.
+    /// Returns the items taken and the first error.
+    fn export_round(&mut self, full_only: bool) -> Option<(usize, OTelSdkResult)> {
+        let mut chunks = self
+            .shared
+            .take_chunks(self.max_batch, self.lanes, full_only)?;
+        let n: usize = chunks.iter().map(Vec::len).sum();
+        if n == 0 {
+            return Some((0, Ok(())));
+        }
+        let first = chunks.remove(0);
+        let (shared, exporter) = (&*self.shared, &self.exporter);
+        let results: Vec<Option<OTelSdkResult>> = std::thread::scope(|scope| {
+            let others: Vec<_> = chunks
+                .into_iter()
+                .map(|chunk| {
+                    scope.spawn(move || {
+                        let _suppress = Context::enter_telemetry_suppressed_scope();
+                        export_one(shared, exporter, chunk)
+                    })
+                })
+                .collect();
+            let mut results = vec![export_one(shared, exporter, first)];
+            // `export_one` catches the exporter's panics: joining cannot fail.
+            results.extend(others.into_iter().map(|h| h.join().unwrap_or(None)));
+            results
+        });
+        let mut result = Ok(());
+        for r in results {
+            match r? {
+                Err(e) if result.is_ok() => result = Err(e),
+                _ => {}
+            }
+        }
+        Some((n, result))
+    }
+}
+
+/// Exports one chunk and accounts for it (a panic is a failed export); `None` once shutdown
+/// gave up on this queue.
+fn export_one<E: BatchExport>(
+    shared: &Shared<E::Item>,
+    exporter: &E,
+    chunk: Vec<E::Item>,
+) -> Option<OTelSdkResult> {
+    let n = chunk.len();
+    let started = Instant::now();
+    // A panicking exporter fails its batch; the worker thread carries on.
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| exporter.export(chunk)))
+        .unwrap_or_else(|_| {
+            Err(OTelSdkError::InternalFailure(
+                "the exporter panicked".into(),
+            ))
+        });
+    if let Err(e) = &result {
+        log::warn!(
+            "exporter `{}`: export of {n} {} failed: {e}",
+            shared.stats.name(),
+            shared.noun
+        );
+    }
+    shared
+        .resolve(n as u64, result.is_ok(), started.elapsed())
+        .then_some(result)
+}
