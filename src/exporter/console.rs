@@ -1,6 +1,9 @@
-//! `console`: one compact JSON line per span, metric or log record on stdout.
+//! `console`: what NeMo Lens's console exporters print, in OpenTelemetry-Python's shapes (a span
+//! per line, a collection of metrics per line, a log record per line; [`super::python_json`]),
+//! on stdout or any writer.
 
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use opentelemetry_sdk::Resource;
@@ -11,37 +14,101 @@ use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 
-use super::json::{log_record_json, metrics_json, span_json};
+use super::python_json::{log_record_json, metrics_data_json, span_json};
 
-/// Writes each span as one JSON line to stdout.
-#[derive(Debug, Default)]
-pub struct ConsoleSpanExporter;
+/// Where a console exporter writes: stdout, or a shared writer (tests, a file).
+#[derive(Clone, Default)]
+pub enum ConsoleOut {
+    /// The process's stdout.
+    #[default]
+    Stdout,
+    /// Any writer, shared by the exporters given it.
+    Writer(Arc<Mutex<dyn Write + Send>>),
+}
 
-fn write_lines(lines: impl Iterator<Item = serde_json::Value>) -> OTelSdkResult {
-    let mut out = std::io::stdout().lock();
-    for line in lines {
-        serde_json::to_writer(&mut out, &line)
-            .map_err(|e| OTelSdkError::InternalFailure(e.to_string()))?;
-        out.write_all(b"\n")
-            .map_err(|e| OTelSdkError::InternalFailure(e.to_string()))?;
+impl std::fmt::Debug for ConsoleOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Stdout => "Stdout",
+            Self::Writer(_) => "Writer",
+        })
     }
-    out.flush()
-        .map_err(|e| OTelSdkError::InternalFailure(e.to_string()))
+}
+
+impl ConsoleOut {
+    /// Writes each value as one JSON line, then flushes.
+    fn write_lines(&self, lines: impl Iterator<Item = serde_json::Value>) -> OTelSdkResult {
+        let fail = |e: &dyn std::fmt::Display| OTelSdkError::InternalFailure(e.to_string());
+        let mut text = Vec::new();
+        for line in lines {
+            serde_json::to_writer(&mut text, &line).map_err(|e| fail(&e))?;
+            text.push(b'\n');
+        }
+        let result = match self {
+            Self::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(&text).and_then(|()| out.flush())
+            }
+            Self::Writer(w) => {
+                let mut out = w.lock().unwrap_or_else(|p| p.into_inner());
+                out.write_all(&text).and_then(|()| out.flush())
+            }
+        };
+        result.map_err(|e| fail(&e))
+    }
+}
+
+/// Writes each span as `ReadableSpan.to_json` does, one per line.
+#[derive(Debug)]
+pub struct ConsoleSpanExporter {
+    out: ConsoleOut,
+    resource: Resource,
+}
+
+impl Default for ConsoleSpanExporter {
+    fn default() -> Self {
+        Self::new(ConsoleOut::Stdout)
+    }
+}
+
+impl ConsoleSpanExporter {
+    /// An exporter writing to `out`.
+    pub fn new(out: ConsoleOut) -> Self {
+        Self {
+            out,
+            resource: Resource::builder_empty().build(),
+        }
+    }
 }
 
 impl SpanExporter for ConsoleSpanExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        write_lines(batch.iter().map(span_json))
+        self.out
+            .write_lines(batch.iter().map(|s| span_json(s, &self.resource)))
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.resource = resource.clone();
     }
 }
 
-/// Writes each metric of a collection as one JSON line to stdout.
+/// Writes each collection as `MetricsData.to_json` does, one per line.
 #[derive(Debug, Default)]
-pub struct ConsoleMetricExporter;
+pub struct ConsoleMetricExporter {
+    out: ConsoleOut,
+}
+
+impl ConsoleMetricExporter {
+    /// An exporter writing to `out`.
+    pub fn new(out: ConsoleOut) -> Self {
+        Self { out }
+    }
+}
 
 impl PushMetricExporter for ConsoleMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
-        write_lines(metrics_json(metrics).into_iter())
+        self.out
+            .write_lines(std::iter::once(metrics_data_json(metrics)))
     }
 
     fn force_flush(&self) -> OTelSdkResult {
@@ -67,16 +134,24 @@ impl SpanExporter for NoopSpanExporter {
     }
 }
 
-/// Writes each log record as one JSON line to stdout, in OpenTelemetry-Python's
-/// `LogRecord.to_json` shape (NeMo Lens's console log exporter writes the same, indented).
+/// Writes each log record as `LogRecord.to_json` does, one per line.
 #[derive(Debug)]
 pub struct ConsoleLogExporter {
+    out: ConsoleOut,
     resource: Resource,
 }
 
 impl Default for ConsoleLogExporter {
     fn default() -> Self {
+        Self::new(ConsoleOut::Stdout)
+    }
+}
+
+impl ConsoleLogExporter {
+    /// An exporter writing to `out`.
+    pub fn new(out: ConsoleOut) -> Self {
         Self {
+            out,
             resource: Resource::builder_empty().build(),
         }
     }
@@ -84,7 +159,7 @@ impl Default for ConsoleLogExporter {
 
 impl LogExporter for ConsoleLogExporter {
     async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
-        write_lines(
+        self.out.write_lines(
             batch
                 .iter()
                 .map(|(record, _scope)| log_record_json(record, &self.resource)),

@@ -1,12 +1,9 @@
-//! Compact JSON renderings of spans and metrics (the console exporter's line format, shared with
-//! the JSON-lines guest so native and wasm outputs compare one to one), and of log records in
-//! OpenTelemetry-Python's `LogRecord.to_json` shape (NeMo Lens's console output).
+//! Lens's compact JSON renderings of spans and metrics: the line format of the JSON-lines guests
+//! (so native and wasm outputs compare one to one) and of `lens demo`'s files. The console
+//! exporters write OpenTelemetry-Python's shapes instead ([`super::python_json`]).
 
-use opentelemetry::logs::AnyValue;
 use opentelemetry::trace::{SpanKind, Status};
 use opentelemetry::{Array, KeyValue, Value};
-use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::logs::SdkLogRecord;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::{Map, Value as Json, json};
@@ -128,77 +125,4 @@ fn points_json<T: Copy + serde::Serialize>(data: &MetricData<T>) -> Json {
             .collect(),
     };
     Json::Array(points)
-}
-
-/// A log body or attribute value as JSON (bytes as a list of numbers, as Python's `json` would
-/// refuse them otherwise; maps with their keys sorted).
-pub fn any_value_json(v: &AnyValue) -> Json {
-    match v {
-        AnyValue::Int(i) => json!(i),
-        AnyValue::Double(f) => json!(f),
-        AnyValue::String(s) => json!(s.as_str()),
-        AnyValue::Boolean(b) => json!(b),
-        AnyValue::Bytes(b) => json!(b.as_slice()),
-        AnyValue::ListAny(items) => Json::Array(items.iter().map(any_value_json).collect()),
-        AnyValue::Map(map) => {
-            let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-            Json::Object(
-                entries
-                    .into_iter()
-                    .map(|(k, v)| (k.as_str().to_string(), any_value_json(v)))
-                    .collect(),
-            )
-        }
-        other => json!(format!("{other:?}")),
-    }
-}
-
-/// A resource as OpenTelemetry-Python's `Resource.to_json` writes it.
-pub fn resource_json(resource: &Resource) -> Json {
-    let mut attributes = Map::new();
-    for (k, v) in resource.iter() {
-        attributes.insert(k.as_str().to_string(), value_json(v));
-    }
-    json!({
-        "attributes": attributes,
-        "schema_url": resource.schema_url().unwrap_or(""),
-    })
-}
-
-/// A time as OpenTelemetry-Python's `ns_to_iso_str`: UTC, microseconds, from the nanoseconds
-/// as a float, rounded half to even as `datetime.fromtimestamp` rounds.
-pub fn iso_time(nanos: u64) -> String {
-    let t = nanos as f64 / 1e9;
-    let mut seconds = t.floor();
-    let mut micros = ((t - seconds) * 1e6).round_ties_even();
-    if micros >= 1e6 {
-        seconds += 1.0;
-        micros -= 1e6;
-    }
-    let at = jiff::Timestamp::from_second(seconds as i64).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-    format!("{}.{:06}Z", at.strftime("%Y-%m-%dT%H:%M:%S"), micros as u32)
-}
-
-/// One log record in OpenTelemetry-Python's `LogRecord.to_json` shape, on one line.
-pub fn log_record_json(record: &SdkLogRecord, resource: &Resource) -> Json {
-    let attributes: Map<String, Json> = record
-        .attributes_iter()
-        .map(|(k, v)| (k.as_str().to_string(), any_value_json(v)))
-        .collect();
-    let cx = record.trace_context();
-    json!({
-        "body": record.body().map_or(Json::Null, any_value_json),
-        "severity_number": record.severity_number().map(|s| s as i32),
-        "severity_text": record.severity_text(),
-        "attributes": if attributes.is_empty() { Json::Null } else { Json::Object(attributes) },
-        "dropped_attributes": 0,
-        "timestamp": record.timestamp().map(|t| iso_time(unix_nanos(t))),
-        "observed_timestamp": record.observed_timestamp().map(|t| iso_time(unix_nanos(t))),
-        "trace_id": format!("0x{}", cx.map_or(opentelemetry::trace::TraceId::INVALID, |c| c.trace_id)),
-        "span_id": format!("0x{}", cx.map_or(opentelemetry::trace::SpanId::INVALID, |c| c.span_id)),
-        "trace_flags": cx.and_then(|c| c.trace_flags).map_or(0, |f| f.to_u8()),
-        "resource": resource_json(resource),
-        "event_name": record.event_name().unwrap_or(""),
-    })
 }

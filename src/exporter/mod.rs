@@ -1,9 +1,11 @@
 //! The native exporters a config can name: `otlp` (opentelemetry-otlp, gRPC or HTTP),
-//! `console` and `none`, and the compact JSON rendering the console writes.
+//! `console` (OpenTelemetry-Python's JSON shapes, as NeMo Lens prints) and `none`; Lens's compact
+//! JSON renderings ([`json`]) for the JSON-lines guests and the demo's files.
 
 pub mod console;
 pub mod json;
 pub mod otlp;
+pub mod python_json;
 
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 
 pub use console::{
-    ConsoleLogExporter, ConsoleMetricExporter, ConsoleSpanExporter, NoopLogExporter,
+    ConsoleLogExporter, ConsoleMetricExporter, ConsoleOut, ConsoleSpanExporter, NoopLogExporter,
     NoopSpanExporter,
 };
 pub use otlp::{OtlpLogExporter, OtlpMetricExporter, OtlpSpanExporter};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use opentelemetry::InstrumentationScope;
+use opentelemetry::logs::LogRecord as _;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::{LogBatch, LogExporter, LogProcessor, SdkLogRecord};
@@ -66,6 +67,14 @@ impl BatchLogProcessor {
 
 impl LogProcessor for BatchLogProcessor {
     fn emit(&self, record: &mut SdkLogRecord, scope: &InstrumentationScope) {
+        // The bridges leave the event time unset; OpenTelemetry-Python's handler stamps each
+        // record with its creation time, and so does Lens (the moment it was emitted).
+        if record.timestamp().is_none() {
+            let at = record
+                .observed_timestamp()
+                .unwrap_or_else(std::time::SystemTime::now);
+            record.set_timestamp(at);
+        }
         self.queue.push((record.clone(), scope.clone()));
     }
 

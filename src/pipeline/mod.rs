@@ -97,7 +97,7 @@ impl<'a> BuildContext<'a> {
                 BatchSpanProcessor::new(exporter, batch, stats.clone())
             }
             ExporterSpec::Console(_) => {
-                BatchSpanProcessor::new(ConsoleSpanExporter, batch, stats.clone())
+                BatchSpanProcessor::new(ConsoleSpanExporter::default(), batch, stats.clone())
             }
             ExporterSpec::None(_) => {
                 BatchSpanProcessor::new(NoopSpanExporter, batch, stats.clone())
@@ -133,7 +133,9 @@ impl<'a> BuildContext<'a> {
                 let exporter = OtlpMetricExporter::build(name, &settings, &|| self.runtime())?;
                 MetricExporterKind::Otlp(Box::new(exporter))
             }
-            ExporterSpec::Console(_) => MetricExporterKind::Console(ConsoleMetricExporter),
+            ExporterSpec::Console(_) => {
+                MetricExporterKind::Console(ConsoleMetricExporter::default())
+            }
             ExporterSpec::None(_) => return Ok(None),
             // `LensConfig::validate` refuses these before anything is built; this only guards
             // a caller that skipped it.

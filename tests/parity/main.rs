@@ -7,6 +7,7 @@
 //!   ranks the rank-aware sampler keeps;
 //! - [`setup`]: whole setups — whether the rank exports, the full resource, what is recorded under
 //!   the standard `OTEL_*` variables, and the one-setup rule;
+//! - [`console`]: what `exporter = "console"` prints for spans, metrics and log records;
 //! - [`surface`]: the helpers training code calls — span groups, safe attributes and redaction,
 //!   the semantic-convention names, the inference, RL and Gym instruments.
 //!
@@ -16,6 +17,7 @@
 //! extras `dl.local_rank` and `lens.version`.
 
 mod config;
+mod console;
 mod decisions;
 mod oracle;
 mod setup;

@@ -17,6 +17,9 @@ rules. Modes:
   ``safe_set_span_attributes`` on a real span, the ``semconv`` constants, and what
   ``record_inference_metrics``/``record_rl_metrics``/``record_gym_metrics`` record (name, unit,
   description, kind, value type, points) as an in-memory reader collects it.
+- ``console``: what ``exporter = "console"`` prints for a span tree, a few metrics and a bridged
+  log record (one ``setup_telemetry`` with logs on, stdout captured at the file descriptor),
+  as the list of JSON documents printed.
 """
 
 import json
@@ -285,6 +288,66 @@ def surface(request: dict) -> dict:
     }
 
 
+def console(case: dict) -> list:
+    """Runs the scenario with stdout going to a file, then parses the documents printed."""
+    import logging
+    import tempfile
+
+    from nemo.lens.logging_bridge import setup_logging_bridge
+    from opentelemetry import metrics, trace
+    from opentelemetry.trace import Link, SpanKind, StatusCode
+
+    set_environment(case["env"])
+    sys.stdout.flush()
+    saved = os.dup(1)
+    captured = tempfile.TemporaryFile()
+    os.dup2(captured.fileno(), 1)
+    try:
+        handle = setup_telemetry(make_config(case["config"]), rank=0, world_size=1)
+        setup_logging_bridge("parity", logging.INFO)
+        log = logging.getLogger("parity")
+        log.setLevel(logging.INFO)
+        tracer = trace.get_tracer("parity.tracer", "1.2.3")
+        with tracer.start_as_current_span("train_step", kind=SpanKind.SERVER) as root:
+            root.set_attribute("step", 7)
+            root.set_attribute("loss", 0.5)
+            root.set_attribute("phase", "train")
+            root.set_attribute("ok", True)
+            root.set_attribute("dims", [1, 2, 3])
+            root.add_event("checkpoint", {"path": "/ckpt/7"})
+            log.info("checkpoint saved at step %d", 7)
+            with tracer.start_as_current_span(
+                "optimizer", links=[Link(root.get_span_context(), {"why": "lr"})]
+            ) as child:
+                child.set_status(StatusCode.ERROR, "nan in gradients")
+        meter = metrics.get_meter("parity.meter")
+        meter.create_counter("tokens", unit="{token}", description="Tokens seen.").add(
+            4096, {"split": "train"}
+        )
+        meter.create_histogram("step_time", unit="ms", description="Step time.").record(12.5)
+        meter.create_gauge("lr", description="Learning rate.").set(0.0003)
+        handle.shutdown()
+        # NeMo Lens's `shutdown` leaves the logger provider alone: flush it here, while stdout
+        # is still captured.
+        from opentelemetry._logs import get_logger_provider
+
+        get_logger_provider().shutdown()
+        sys.stdout.flush()
+    finally:
+        os.dup2(saved, 1)
+    captured.seek(0)
+    text = captured.read().decode()
+    decoder = json.JSONDecoder()
+    docs, at = [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at >= len(text):
+            return docs
+        doc, at = decoder.raw_decode(text, at)
+        docs.append(doc)
+
+
 def main() -> None:
     request = json.load(sys.stdin)
     mode = request["mode"]
@@ -300,6 +363,8 @@ def main() -> None:
         answer = protocols(request)
     elif mode == "surface":
         answer = surface(request)
+    elif mode == "console":
+        answer = console(request["case"])
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     json.dump(answer, sys.stdout)

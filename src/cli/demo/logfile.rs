@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use lens::exporter::json::log_record_json;
+use lens::exporter::python_json::log_record_json;
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::logs::{LogBatch, LogExporter};
