@@ -8,6 +8,8 @@ use lens::TelemetryHandle;
 use lens::exporter::NoopSpanExporter;
 use lens::opentelemetry::trace::{Tracer, TracerProvider};
 use lens::opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use lens::trace::LensTracer;
+use lens::trace::groups::group;
 
 use crate::{Opts, Row, jsonl_spec, lens_rank, median, ns_per_span, one_span, wasm_config};
 
@@ -20,6 +22,18 @@ type Run<'a> = (&'static str, Box<dyn Fn(i64) + 'a>, Box<dyn Fn() + 'a>);
 /// One span on `tracer`, boxed.
 fn on<'a, T: Tracer + 'a>(tracer: T) -> Box<dyn Fn(i64) + 'a> {
     Box::new(move |i| one_span(&tracer, i))
+}
+
+/// One span of a span group on `tracer` (created, with its attributes, only when the group is
+/// enabled), boxed.
+fn in_group<'a>(tracer: LensTracer, group: &'static str) -> Box<dyn Fn(i64) + 'a> {
+    Box::new(move |i| {
+        tracer.in_group_span(group, "step", |cx| {
+            if cx.is_some() {
+                one_span(&tracer, i)
+            }
+        })
+    })
 }
 
 /// The installations measured: the raw SDK baselines and Lens ranks of every kind.
@@ -92,6 +106,12 @@ impl Subjects {
                 on(self.not_exporting.tracer("bench")),
                 Box::new(|| ()),
             ),
+            // `step` is not in the default groups: nothing is created.
+            (
+                "group_off",
+                in_group(self.with_wasm.tracer("bench"), group::STEP),
+                Box::new(|| ()),
+            ),
         ]
     }
 }
@@ -141,6 +161,11 @@ pub fn app_thread(opts: &Opts, builtin: &Path, dir: &Path, rows: &mut Vec<Row>) 
             vs_off,
         ),
         row("Lens non-exporting rank (no-op providers)", "off", vs_off),
+        row(
+            "Lens exporting rank, a span of a disabled span group (`in_group_span`)",
+            "group_off",
+            vs_off,
+        ),
     ]);
     let dropped = subjects.with_wasm.stats().exporters[0].dropped_queue_full;
     for h in [
