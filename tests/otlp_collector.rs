@@ -166,13 +166,7 @@ fn fifty_thousand_spans_per_second_are_accounted_for_exactly() {
     );
     let exported = e.exported;
     // The collector acknowledged every request; its debug log can lag behind that.
-    let counted = |out: &str| -> u64 {
-        out.lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|v| v["msg"] == "Received traces.")
-            .filter_map(|v| v["spans"].as_u64())
-            .sum()
-    };
+    let counted = Collector::spans_counted;
     let out = collector.wait_for("every exported span", |o| counted(o) >= exported);
     assert_eq!(
         counted(&out),

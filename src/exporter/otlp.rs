@@ -84,6 +84,18 @@ fn metadata(headers: &HashMap<String, String>) -> Result<tonic_metadata::Metadat
     Ok(tonic_metadata::MetadataMap::from_headers(map))
 }
 
+/// How the OTLP exporters retry: what opentelemetry-otlp classifies as retryable (gRPC
+/// `UNAVAILABLE`, `RESOURCE_EXHAUSTED` with retry info, …; HTTP 429/502/503/504, connection
+/// refused or reset), with exponential backoff from 100 ms to 5 s and up to 100 ms of jitter,
+/// honouring the server's `Retry-After`/`RetryInfo`, until the exporter's timeout (`timeout_ms`,
+/// 10 s by default) runs out — as the Python SDK's exporters retry until theirs. The crate's
+/// own default stops after three retries (~0.7 s), too soon for a collector restart.
+fn retry_policy() -> opentelemetry_otlp::RetryPolicy {
+    opentelemetry_otlp::RetryPolicy::recommended()
+        .with_max_retries(usize::from(u16::MAX))
+        .with_max_delay(Duration::from_secs(5))
+}
+
 /// Builds an opentelemetry-otlp exporter (`SpanExporter`, `MetricExporter`, `LogExporter`: same builder
 /// shape, different types) for `settings`; gRPC ones are built inside their runtime.
 macro_rules! build_otlp {
@@ -109,6 +121,7 @@ macro_rules! build_otlp {
                     .with_endpoint(&s.endpoint)
                     .with_timeout(s.timeout)
                     .with_metadata(metadata(&s.headers).map_err(|e| err(e.into()))?)
+                    .with_retry_policy(retry_policy())
                     .build()
                     .map_err(|e| err(e.into()))?;
                 (inner, Some(rt.clone()))
@@ -120,6 +133,7 @@ macro_rules! build_otlp {
                     .with_endpoint(&s.endpoint)
                     .with_timeout(s.timeout)
                     .with_headers(s.headers.clone())
+                    .with_retry_policy(retry_policy())
                     .build()
                     .map_err(|e| err(e.into()))?;
                 (inner, None)

@@ -39,8 +39,9 @@ pub struct Collector {
     child: Child,
     pub grpc_port: u16,
     pub http_port: u16,
+    verbosity: &'static str,
     output: Arc<Mutex<String>>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Collector {
@@ -54,9 +55,47 @@ impl Collector {
         Self::spawn("basic")
     }
 
-    fn spawn(verbosity: &str) -> Self {
+    fn spawn(verbosity: &'static str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let (grpc_port, http_port) = (free_port(), free_port());
+        let output = Arc::new(Mutex::new(String::new()));
+        let child = Self::run(verbosity, grpc_port, http_port, &dir, &output);
+        Self {
+            child,
+            grpc_port,
+            http_port,
+            verbosity,
+            output,
+            dir,
+        }
+    }
+
+    /// Kills the collector (a crash, an OOM kill, a node drain): its ports refuse connections.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the collector again on the same ports, its output appended to what it printed.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.child = Self::run(
+            self.verbosity,
+            self.grpc_port,
+            self.http_port,
+            &self.dir,
+            &self.output,
+        );
+    }
+
+    /// Starts rotel on the ports and waits until both listen.
+    fn run(
+        verbosity: &str,
+        grpc_port: u16,
+        http_port: u16,
+        dir: &tempfile::TempDir,
+        output: &Arc<Mutex<String>>,
+    ) -> Child {
         let mut child = Command::new(rotel_binary())
             .args([
                 "start",
@@ -85,7 +124,6 @@ impl Collector {
             .stderr(Stdio::piped())
             .spawn()
             .expect("starting rotel");
-        let output = Arc::new(Mutex::new(String::new()));
         for stream in [
             Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
             Box::new(child.stderr.take().unwrap()),
@@ -110,13 +148,7 @@ impl Collector {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        Self {
-            child,
-            grpc_port,
-            http_port,
-            output,
-            _dir: dir,
-        }
+        child
     }
 
     pub fn output(&self) -> String {
@@ -137,6 +169,15 @@ impl Collector {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Spans the collector counted (`Received traces.` lines of a quiet collector).
+    pub fn spans_counted(out: &str) -> u64 {
+        out.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["msg"] == "Received traces.")
+            .filter_map(|v| v["spans"].as_u64())
+            .sum()
     }
 
     /// Span names the collector printed (`Name : x` lines).
