@@ -1,14 +1,18 @@
-//! Delivery under collector faults, against real rotel processes on 127.0.0.1: a collector
+//! Delivery under collector faults, against real processes on 127.0.0.1: a rotel collector
 //! killed and started again mid-run costs no span, over gRPC and HTTP (the OTLP exporters retry
-//! retryable failures until their timeout).
+//! retryable failures until their timeout); a scripted OTLP/HTTP endpoint
+//! (`tests/support/otlp_http_stub.py`) answering 503 with `Retry-After` then 200, 400, or never.
 
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol, SignalConfig};
 use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::trace::{Span, Tracer};
 use lens::{LensConfig, Telemetry};
-use lens_test_support::collector::Collector;
+use lens_test_support::collector::{Collector, free_port};
 use lens_test_support::pipeline::exporting;
 
 const T: Duration = Duration::from_secs(30);
@@ -84,4 +88,122 @@ fn a_collector_restarted_mid_run_loses_no_span_over_grpc() {
 #[test]
 fn a_collector_restarted_mid_run_loses_no_span_over_http() {
     a_collector_restart_loses_nothing(OtlpProtocol::HttpProtobuf);
+}
+
+/// The scripted endpoint: its process and the statuses it answered, in order.
+struct Stub {
+    child: Child,
+    port: u16,
+    answered: Arc<Mutex<Vec<String>>>,
+}
+
+impl Stub {
+    fn start(mode: &str) -> Self {
+        let port = free_port();
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/support/otlp_http_stub.py"
+        );
+        let mut child = Command::new("python3")
+            .args([script, &port.to_string(), mode])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("starting the OTLP/HTTP stub");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        assert_eq!(lines.next().unwrap().unwrap(), "listening");
+        let answered = Arc::new(Mutex::new(Vec::new()));
+        let seen = answered.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                if let Some(status) = line.strip_prefix("request ") {
+                    seen.lock().unwrap().push(status.to_string());
+                }
+            }
+        });
+        Self {
+            child,
+            port,
+            answered,
+        }
+    }
+
+    fn answered(&self) -> Vec<String> {
+        self.answered.lock().unwrap().clone()
+    }
+
+    /// 100 spans in one batch to the stub, exporter timeout `timeout_ms`; the exporter's
+    /// statistics and how long the shutdown took.
+    fn send_100_spans(&self, timeout_ms: u64) -> (lens::ExporterSnapshot, Duration) {
+        let config = LensConfig {
+            metrics_enabled: false,
+            traces: SignalConfig {
+                exporters: vec![ExporterSpec::Otlp(OtlpExporterSpec {
+                    protocol: Some(OtlpProtocol::HttpProtobuf),
+                    endpoint: Some(format!("http://127.0.0.1:{}/v1/traces", self.port)),
+                    timeout_ms: Some(timeout_ms),
+                    ..Default::default()
+                })],
+            },
+            ..exporting()
+        };
+        let handle = Telemetry::builder(config)
+            .rank(0)
+            .world_size(1)
+            .env(std::collections::HashMap::<String, String>::new())
+            .install_global(false)
+            .install()
+            .unwrap();
+        let tracer = handle.tracer("trainer");
+        for _ in 0..100 {
+            tracer.start("step").end();
+        }
+        let started = Instant::now();
+        let _ = handle.shutdown(T);
+        (handle.stats().exporters[0].clone(), started.elapsed())
+    }
+}
+
+impl Drop for Stub {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn unavailable_with_retry_after_is_retried_until_accepted() {
+    let stub = Stub::start("unavailable:2");
+    let (e, took) = stub.send_100_spans(10_000);
+    assert_eq!((e.exported, e.dropped()), (100, 0), "{e:?}");
+    assert_eq!(stub.answered(), ["503", "503", "200"]);
+    // `Retry-After: 1` was honoured, twice.
+    assert!(took >= Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn a_bad_request_is_not_retried() {
+    let stub = Stub::start("bad-request");
+    let (e, took) = stub.send_100_spans(10_000);
+    assert_eq!((e.exported, e.dropped_export_failed), (0, 100), "{e:?}");
+    assert_eq!(stub.answered(), ["400"]);
+    assert!(
+        took < Duration::from_secs(5),
+        "no backoff for a permanent error: {took:?}"
+    );
+}
+
+#[test]
+fn an_endpoint_that_never_answers_is_bounded_and_counted() {
+    let stub = Stub::start("silent");
+    let (e, took) = stub.send_100_spans(1_000);
+    assert_eq!(
+        (e.received, e.exported, e.dropped()),
+        (100, 0, 100),
+        "{e:?}"
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "bounded by the timeouts: {took:?}"
+    );
+    assert!(!stub.answered().is_empty(), "the request did reach it");
 }
