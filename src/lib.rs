@@ -34,7 +34,7 @@
 //! | [`rank`], [`strategy`], [`resource`] | who this rank is, whether it exports, what its signals carry | `config` |
 //! | `batch` | the batch queue under the span and log processors, delivery statistics (a leaf) | `config` |
 //! | [`trace`] | Lens's tracer (open spans, the launcher's trace, span groups), safe attributes with redaction, rank-aware sampler, fan-out, Lens's batch span processor, health metrics | `config`, `strategy`, `batch` |
-//! | [`logs`] | Lens's batch log processor, the `log` and `tracing` bridges | `batch` |
+//! | [`logs`] | Lens's batch log processor, the `log` and `tracing` bridges | `config`, `batch` |
 //! | [`semconv`], [`instruments`] | NeMo Lens's attribute names, and its inference, RL and Gym instruments | — |
 //! | [`propagation`] | the W3C propagator, `inject_context`/`extract_context`, the launcher's `TRACEPARENT` | `config` |
 //! | `encoding` | how a batch reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
