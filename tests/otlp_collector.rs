@@ -2,12 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol};
+use lens::config::OtlpProtocol;
 use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::trace::{Span, Tracer};
 use lens::{LensConfig, Telemetry};
 use lens_test_support::collector::{Collector, free_port};
-use lens_test_support::pipeline::exporting;
+use lens_test_support::pipeline::{LocalInstall, exporting, otlp_signal};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -16,13 +16,7 @@ fn otlp_config(protocol: OtlpProtocol, endpoint: String) -> LensConfig {
         service_name: "otlp-e2e".into(),
         run_id: "e2e".into(),
         metrics_enabled: false,
-        traces: lens::config::SignalConfig {
-            exporters: vec![ExporterSpec::Otlp(OtlpExporterSpec {
-                protocol: Some(protocol),
-                endpoint: Some(endpoint),
-                ..Default::default()
-            })],
-        },
+        traces: otlp_signal(protocol, endpoint),
         ..exporting()
     }
 }
@@ -36,17 +30,11 @@ fn assert_printed(out: &str, expected: &str) {
 
 fn spans_arrive(protocol: OtlpProtocol) {
     let collector = Collector::start();
-    let endpoint = match protocol {
-        OtlpProtocol::Grpc => format!("http://127.0.0.1:{}", collector.grpc_port),
-        OtlpProtocol::HttpProtobuf => format!("http://127.0.0.1:{}/v1/traces", collector.http_port),
-    };
+    let endpoint = collector.endpoint(protocol, "traces");
     let handle = Telemetry::builder(otlp_config(protocol, endpoint))
         .rank(2)
         .world_size(4)
-        .env(std::collections::HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
-        .unwrap();
+        .local();
     let tracer = handle.tracer("trainer");
     tracer.in_span("train_step", |cx| {
         let span = lens::opentelemetry::trace::TraceContextExt::span(&cx);
@@ -97,11 +85,7 @@ fn an_unreachable_collector_counts_failed_batches_without_blocking_training() {
         format!("http://127.0.0.1:{port}/v1/traces"),
     );
     cfg.otlp.timeout_ms = Some(500);
-    let handle = Telemetry::builder(cfg)
-        .env(std::collections::HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
-        .unwrap();
+    let handle = Telemetry::builder(cfg).local();
     let tracer = handle.tracer("t");
     let started = Instant::now();
     for _ in 0..1000 {
@@ -130,11 +114,7 @@ fn fifty_thousand_spans_per_second_are_accounted_for_exactly() {
         OtlpProtocol::Grpc,
         format!("http://127.0.0.1:{}", collector.grpc_port),
     );
-    let handle = Telemetry::builder(cfg)
-        .env(std::collections::HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
-        .unwrap();
+    let handle = Telemetry::builder(cfg).local();
     let tracer = handle.tracer("load");
     const RATE: u64 = 50_000;
     const SECONDS: u64 = 10;
@@ -177,28 +157,13 @@ fn fifty_thousand_spans_per_second_are_accounted_for_exactly() {
 
 fn metrics_arrive(protocol: OtlpProtocol) {
     let collector = Collector::start();
-    let endpoint = match protocol {
-        OtlpProtocol::Grpc => format!("http://127.0.0.1:{}", collector.grpc_port),
-        OtlpProtocol::HttpProtobuf => {
-            format!("http://127.0.0.1:{}/v1/metrics", collector.http_port)
-        }
-    };
+    let endpoint = collector.endpoint(protocol, "metrics");
     let mut cfg = otlp_config(protocol, "http://127.0.0.1:9/unused".into());
     cfg.traces_enabled = false;
     cfg.metrics_enabled = true;
     cfg.metric_export_interval_ms = 200;
-    cfg.metrics.exporters = vec![ExporterSpec::Otlp(OtlpExporterSpec {
-        protocol: Some(protocol),
-        endpoint: Some(endpoint),
-        ..Default::default()
-    })];
-    let handle = Telemetry::builder(cfg)
-        .rank(1)
-        .world_size(2)
-        .env(std::collections::HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
-        .unwrap();
+    cfg.metrics = otlp_signal(protocol, endpoint);
+    let handle = Telemetry::builder(cfg).rank(1).world_size(2).local();
     let meter = handle.meter("trainer");
     meter
         .u64_counter("train.tokens")
@@ -237,34 +202,14 @@ fn metrics_arrive_at_a_real_collector_over_http_protobuf() {
 
 fn logs_arrive(protocol: OtlpProtocol) {
     let collector = Collector::start();
-    let endpoint = match protocol {
-        OtlpProtocol::Grpc => format!("http://127.0.0.1:{}", collector.grpc_port),
-        OtlpProtocol::HttpProtobuf => format!("http://127.0.0.1:{}/v1/logs", collector.http_port),
-    };
     let config = LensConfig {
         logs_enabled: true,
-        traces_enabled: true,
         exporter: "none".into(),
-        logs: lens::config::SignalConfig {
-            exporters: vec![ExporterSpec::Otlp(OtlpExporterSpec {
-                protocol: Some(protocol),
-                endpoint: Some(endpoint),
-                ..Default::default()
-            })],
-        },
+        logs: otlp_signal(protocol, collector.endpoint(protocol, "logs")),
+        traces: Default::default(),
         ..otlp_config(protocol, String::new())
     };
-    let config = LensConfig {
-        traces: Default::default(),
-        ..config
-    };
-    let handle = Telemetry::builder(config)
-        .rank(1)
-        .world_size(2)
-        .env(std::collections::HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
-        .unwrap();
+    let handle = Telemetry::builder(config).rank(1).world_size(2).local();
     let bridge = handle.log_bridge(log::LevelFilter::Info, "");
     let tracer = handle.tracer("trainer");
     let (trace_id, span_id) = tracer.in_span("checkpoint", |cx| {

@@ -13,36 +13,20 @@ use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::trace::{Span, Tracer};
 use lens::{LensConfig, Telemetry};
 use lens_test_support::collector::{Collector, free_port};
-use lens_test_support::pipeline::exporting;
+use lens_test_support::pipeline::{LocalInstall, exporting, otlp_signal, otlp_spec};
 
 const T: Duration = Duration::from_secs(30);
 
 fn a_collector_restart_loses_nothing(protocol: OtlpProtocol) {
     let mut collector = Collector::start_quiet();
-    let endpoint = match protocol {
-        OtlpProtocol::Grpc => format!("http://127.0.0.1:{}", collector.grpc_port),
-        OtlpProtocol::HttpProtobuf => format!("http://127.0.0.1:{}/v1/traces", collector.http_port),
-    };
     let mut config = LensConfig {
         metrics_enabled: false,
-        traces: SignalConfig {
-            exporters: vec![ExporterSpec::Otlp(OtlpExporterSpec {
-                protocol: Some(protocol),
-                endpoint: Some(endpoint),
-                ..Default::default()
-            })],
-        },
+        traces: otlp_signal(protocol, collector.endpoint(protocol, "traces")),
         ..exporting()
     };
     // Batches every 100 ms, so that several fall into the outage.
     config.batch.scheduled_delay_ms = 100;
-    let handle = Telemetry::builder(config)
-        .rank(0)
-        .world_size(1)
-        .env(std::collections::HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
-        .unwrap();
+    let handle = Telemetry::builder(config).rank(0).world_size(1).local();
     let tracer = handle.tracer("trainer");
     // 1,000 spans/s for 6 s; the collector is down from 1.5 s to 4.5 s.
     const RATE: u64 = 1_000;
@@ -134,25 +118,22 @@ impl Stub {
     /// 100 spans in one batch to the stub, exporter timeout `timeout_ms`; the exporter's
     /// statistics and how long the shutdown took.
     fn send_100_spans(&self, timeout_ms: u64) -> (lens::ExporterSnapshot, Duration) {
+        let spec = OtlpExporterSpec {
+            timeout_ms: Some(timeout_ms),
+            ..otlp_spec(
+                OtlpProtocol::HttpProtobuf,
+                format!("http://127.0.0.1:{}/v1/traces", self.port),
+            )
+        };
+        let traces = SignalConfig {
+            exporters: vec![ExporterSpec::Otlp(spec)],
+        };
         let config = LensConfig {
             metrics_enabled: false,
-            traces: SignalConfig {
-                exporters: vec![ExporterSpec::Otlp(OtlpExporterSpec {
-                    protocol: Some(OtlpProtocol::HttpProtobuf),
-                    endpoint: Some(format!("http://127.0.0.1:{}/v1/traces", self.port)),
-                    timeout_ms: Some(timeout_ms),
-                    ..Default::default()
-                })],
-            },
+            traces,
             ..exporting()
         };
-        let handle = Telemetry::builder(config)
-            .rank(0)
-            .world_size(1)
-            .env(std::collections::HashMap::<String, String>::new())
-            .install_global(false)
-            .install()
-            .unwrap();
+        let handle = Telemetry::builder(config).rank(0).world_size(1).local();
         let tracer = handle.tracer("trainer");
         for _ in 0..100 {
             tracer.start("step").end();

@@ -3,7 +3,6 @@
 //! by field. Ids, times and the values no two processes share are checked for shape and then
 //! masked; everything else must be equal.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +15,7 @@ use lens::opentelemetry::trace::{
 use lens::opentelemetry::{InstrumentationScope, KeyValue};
 use lens::opentelemetry_sdk::metrics::PeriodicReader;
 use lens::{LensConfig, Telemetry};
+use lens_test_support::pipeline::LocalInstall;
 use serde_json::{Value, json};
 
 use crate::oracle::ask;
@@ -58,8 +58,6 @@ fn lens_documents() -> Vec<Value> {
     let handle = Telemetry::builder(config)
         .rank(0)
         .world_size(1)
-        .env(HashMap::<String, String>::new())
-        .install_global(false)
         .span_exporter(ConsoleSpanExporter::new(out.clone()))
         .log_exporter(ConsoleLogExporter::new(out.clone()))
         .metric_reader(
@@ -67,8 +65,7 @@ fn lens_documents() -> Vec<Value> {
                 .with_interval(Duration::from_secs(600))
                 .build(),
         )
-        .install()
-        .unwrap();
+        .local();
     let bridge = handle.log_bridge(log::LevelFilter::Info, "parity");
     let tracer = handle.tracer_provider().tracer_with_scope(
         InstrumentationScope::builder("parity.tracer")

@@ -6,6 +6,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use lens::config::OtlpProtocol;
+
 /// The rotel collector binary: `$LENS_ROTEL_BIN`, else the one PyPI's `rotel` ships.
 pub fn rotel_binary() -> String {
     if let Ok(p) = std::env::var("LENS_ROTEL_BIN") {
@@ -149,6 +151,17 @@ impl Collector {
             }
         }
         child
+    }
+
+    /// This collector's OTLP endpoint for `signal` (`traces`, `metrics`, `logs`) over
+    /// `protocol`.
+    pub fn endpoint(&self, protocol: OtlpProtocol, signal: &str) -> String {
+        match protocol {
+            OtlpProtocol::Grpc => format!("http://127.0.0.1:{}", self.grpc_port),
+            OtlpProtocol::HttpProtobuf => {
+                format!("http://127.0.0.1:{}/v1/{signal}", self.http_port)
+            }
+        }
     }
 
     pub fn output(&self) -> String {

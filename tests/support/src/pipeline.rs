@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol, SignalConfig};
 use lens::opentelemetry::{Key, Value};
 use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::logs::{LogBatch, LogExporter};
@@ -30,6 +31,22 @@ pub fn config(exporter: &str) -> LensConfig {
         exporter: exporter.into(),
         run_id: "run42".into(),
         ..exporting()
+    }
+}
+
+/// An OTLP exporter entry for `endpoint` over `protocol` (`timeout_ms` unset: 10 s).
+pub fn otlp_spec(protocol: OtlpProtocol, endpoint: String) -> OtlpExporterSpec {
+    OtlpExporterSpec {
+        protocol: Some(protocol),
+        endpoint: Some(endpoint),
+        ..Default::default()
+    }
+}
+
+/// A signal exporting to that one OTLP exporter.
+pub fn otlp_signal(protocol: OtlpProtocol, endpoint: String) -> SignalConfig {
+    SignalConfig {
+        exporters: vec![ExporterSpec::Otlp(otlp_spec(protocol, endpoint))],
     }
 }
 
