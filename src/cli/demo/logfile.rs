@@ -1,52 +1,49 @@
-//! The default job's log exporter: each rank's log records as JSON lines in
-//! `rank-N.logs.jsonl` (the console's shape, OpenTelemetry-Python's `LogRecord.to_json`),
-//! beside its spans; stdout is the rank's channel to the launcher.
+//! The default job's log records: the console log exporter's lines (OpenTelemetry-Python's
+//! `LogRecord.to_json`) written into `rank-N.logs.jsonl` beside the rank's spans, since stdout
+//! is the rank's channel to the launcher. The file is created with the first record.
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use lens::exporter::python_json::log_record_json;
-use lens::opentelemetry_sdk::Resource;
-use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
-use lens::opentelemetry_sdk::logs::{LogBatch, LogExporter};
+use lens::exporter::{ConsoleLogExporter, ConsoleOut};
 
-#[derive(Debug)]
-pub(super) struct LogFileExporter {
+/// A file opened on the first write (a rank that logs nothing leaves none behind).
+struct LazyFile {
     path: PathBuf,
-    file: Mutex<Option<std::fs::File>>,
-    resource: Resource,
+    file: Option<std::fs::File>,
 }
 
-impl LogFileExporter {
-    pub(super) fn new(path: PathBuf) -> Self {
-        Self {
-            path,
-            file: Mutex::new(None),
-            resource: Resource::builder_empty().build(),
+impl LazyFile {
+    fn file(&mut self) -> std::io::Result<&mut std::fs::File> {
+        if self.file.is_none() {
+            self.file = Some(std::fs::File::create(&self.path)?);
+        }
+        Ok(self.file.as_mut().expect("opened above"))
+    }
+
+    /// An I/O error naming the file.
+    fn named(&self, e: std::io::Error) -> std::io::Error {
+        std::io::Error::new(e.kind(), format!("{}: {e}", self.path.display()))
+    }
+}
+
+impl Write for LazyFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = self.file().and_then(|f| f.write(buf));
+        written.map_err(|e| self.named(e))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.file.as_mut() {
+            Some(f) => f.flush().map_err(|e| self.named(e)),
+            None => Ok(()),
         }
     }
 }
 
-impl LogExporter for LogFileExporter {
-    async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
-        let fail = |e: std::io::Error| {
-            OTelSdkError::InternalFailure(format!("{}: {e}", self.path.display()))
-        };
-        let mut text = String::new();
-        for (record, _scope) in batch.iter() {
-            text.push_str(&log_record_json(record, &self.resource).to_string());
-            text.push('\n');
-        }
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if file.is_none() {
-            *file = Some(std::fs::File::create(&self.path).map_err(fail)?);
-        }
-        let f = file.as_mut().expect("opened above");
-        f.write_all(text.as_bytes()).map_err(fail)
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        self.resource = resource.clone();
-    }
+/// The console log exporter writing into `path`.
+pub(super) fn log_file_exporter(path: PathBuf) -> ConsoleLogExporter {
+    let file = LazyFile { path, file: None };
+    ConsoleLogExporter::new(ConsoleOut::Writer(Arc::new(Mutex::new(file))))
 }

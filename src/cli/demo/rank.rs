@@ -99,7 +99,7 @@ fn install(
     let logs = args.out.join(format!("rank-{rank}.logs.jsonl"));
     Telemetry::builder(config)
         .metric_reader(reader.clone())
-        .named_log_exporter("logfile", super::logfile::LogFileExporter::new(logs))
+        .named_log_exporter("logfile", super::logfile::log_file_exporter(logs))
         .install()
 }
 
