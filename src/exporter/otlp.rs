@@ -142,6 +142,18 @@ macro_rules! build_otlp {
     }};
 }
 
+/// Runs an export to completion: on the exporter's runtime when it has one (gRPC), else on the
+/// caller's executor.
+async fn drive<F: std::future::Future>(
+    runtime: &Option<Arc<tokio::runtime::Runtime>>,
+    export: F,
+) -> F::Output {
+    match runtime {
+        Some(rt) => rt.block_on(export),
+        None => export.await,
+    }
+}
+
 /// An OTLP span exporter, driven on its own runtime when it speaks gRPC.
 #[derive(Debug)]
 pub struct OtlpSpanExporter {
@@ -169,10 +181,7 @@ fn protocol_name(p: OtlpProtocol) -> &'static str {
 
 impl SpanExporter for OtlpSpanExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        match &self.runtime {
-            Some(rt) => rt.block_on(self.inner.export(batch)),
-            None => self.inner.export(batch).await,
-        }
+        drive(&self.runtime, self.inner.export(batch)).await
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
@@ -208,10 +217,7 @@ impl OtlpMetricExporter {
 
 impl PushMetricExporter for OtlpMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
-        match &self.runtime {
-            Some(rt) => rt.block_on(self.inner.export(metrics)),
-            None => self.inner.export(metrics).await,
-        }
+        drive(&self.runtime, self.inner.export(metrics)).await
     }
 
     fn force_flush(&self) -> OTelSdkResult {
@@ -247,10 +253,7 @@ impl OtlpLogExporter {
 
 impl LogExporter for OtlpLogExporter {
     async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
-        match &self.runtime {
-            Some(rt) => rt.block_on(self.inner.export(batch)),
-            None => self.inner.export(batch).await,
-        }
+        drive(&self.runtime, self.inner.export(batch)).await
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
