@@ -31,15 +31,16 @@
 //! | module | what it holds | uses |
 //! |---|---|---|
 //! | [`config`] | the TOML shape, defaults, validation, environment overrides | `error` |
-//! | [`rank`], [`strategy`], [`resource`] | who this rank is, whether it exports, what its signals carry | `config` |
-//! | `batch` | the batch queue under the span and log processors, delivery statistics (a leaf) | `config` |
+//! | [`semconv`] | NeMo Lens's attribute names (a leaf) | — |
+//! | [`rank`], [`strategy`], [`resource`] | who this rank is, whether it exports, what its signals carry (attribute names from `semconv`) | `config`, `semconv` |
+//! | `batch` | the batch queue under the span and log processors, delivery statistics | `config` |
 //! | [`trace`] | Lens's tracer (open spans, the launcher's trace, span groups), safe attributes with redaction, rank-aware sampler, fan-out, Lens's batch span processor, health metrics | `config`, `strategy`, `batch` |
 //! | [`logs`] | Lens's batch log processor, the `log` and `tracing` bridges | `config`, `batch` |
-//! | [`semconv`], [`instruments`] | NeMo Lens's attribute names, and its inference, RL and Gym instruments | — |
+//! | [`instruments`] | NeMo Lens's inference, RL and Gym instruments | `semconv` |
 //! | [`propagation`] | the W3C propagator, `inject_context`/`extract_context`, the launcher's `TRACEPARENT` | `config` |
 //! | `encoding` | how a batch reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
 //! | [`exporter`] | the native exporters of spans, metrics and log records: OTLP, console, none | `config`, `encoding` |
-//! | [`wasm`] | the sandbox host: engine, load, cache, grants, instances, lanes with backoff | `config`, `trace`, `encoding`, `bindings` |
+//! | [`wasm`] | the sandbox host: engine, load, cache, grants, instances, lanes with backoff | `config`, `batch`, `encoding`, `bindings` |
 //! | `pipeline` | assembly: config entries become batch processors and readers | `exporter`, `wasm`, `trace`, `logs` |
 //! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install) and [`TelemetryHandle`] | `pipeline` and below |
 //! | [`check`] | what `lens check` runs: validation, timings, conformance suite (feature `testing`) | `wasm`, `testing` |

@@ -15,30 +15,31 @@ use opentelemetry_sdk::Resource;
 use crate::config::env::EnvSource;
 use crate::config::python;
 use crate::rank::RankInfo;
+use crate::semconv;
 
 /// Resource key of the run id shared by all ranks of a job (NeMo Lens's dashboards filter on it).
-pub const RUN_ID_KEY: &str = "nemo.run.id";
+pub const RUN_ID_KEY: &str = semconv::NEMO_RUN_ID;
 
 /// SLURM variables copied into the resource, when `SLURM_JOB_ID` is set.
 const SLURM_ATTRS: [(&str, &str); 6] = [
-    ("SLURM_JOB_NAME", "slurm.job.name"),
-    ("SLURM_NODELIST", "slurm.nodelist"),
-    ("SLURM_NNODES", "slurm.nnodes"),
-    ("SLURM_NTASKS", "slurm.ntasks"),
-    ("SLURM_PARTITION", "slurm.partition"),
-    ("SLURM_CLUSTER_NAME", "slurm.cluster.name"),
+    ("SLURM_JOB_NAME", semconv::SLURM_JOB_NAME),
+    ("SLURM_NODELIST", semconv::SLURM_NODELIST),
+    ("SLURM_NNODES", semconv::SLURM_NNODES),
+    ("SLURM_NTASKS", semconv::SLURM_NTASKS),
+    ("SLURM_PARTITION", semconv::SLURM_PARTITION),
+    ("SLURM_CLUSTER_NAME", semconv::SLURM_CLUSTER_NAME),
 ];
 
 /// Kubernetes variables copied into the resource in a pod; the first set wins for a key
 /// (`HOSTNAME` is the pod name when `K8S_POD_NAME` is not set).
 const K8S_ATTRS: [(&str, &str); 7] = [
-    ("K8S_NAMESPACE", "k8s.namespace.name"),
-    ("K8S_POD_NAME", "k8s.pod.name"),
-    ("K8S_POD_UID", "k8s.pod.uid"),
-    ("K8S_NODE_NAME", "k8s.node.name"),
-    ("K8S_CONTAINER_NAME", "k8s.container.name"),
-    ("K8S_JOB_NAME", "k8s.job.name"),
-    ("HOSTNAME", "k8s.pod.name"),
+    ("K8S_NAMESPACE", semconv::K8S_NAMESPACE_NAME),
+    ("K8S_POD_NAME", semconv::K8S_POD_NAME),
+    ("K8S_POD_UID", semconv::K8S_POD_UID),
+    ("K8S_NODE_NAME", semconv::K8S_NODE_NAME),
+    ("K8S_CONTAINER_NAME", semconv::K8S_CONTAINER_NAME),
+    ("K8S_JOB_NAME", semconv::K8S_JOB_NAME),
+    ("HOSTNAME", semconv::K8S_POD_NAME),
 ];
 
 /// Where a pod's service account is mounted: in a pod even when `KUBERNETES_SERVICE_HOST` is not.
@@ -176,7 +177,7 @@ fn detected(env: &dyn EnvSource, attrs: &mut Attributes) {
         attrs.set("host.gpu.count", gpus);
     }
     if let Some(job) = env.get("SLURM_JOB_ID").filter(|j| !j.is_empty()) {
-        attrs.set("slurm.job.id", job);
+        attrs.set(semconv::SLURM_JOB_ID, job);
         for (var, key) in SLURM_ATTRS {
             attrs.set_nonempty(key, &env.get(var).unwrap_or_default());
         }
@@ -216,10 +217,10 @@ pub fn build_resource(inputs: &ResourceInputs<'_>, env: &dyn EnvSource) -> Resou
     }
     attrs.set("service.name", inputs.service_name.to_string());
     attrs.set("service.version", inputs.service_version.to_string());
-    attrs.set("dl.rank", i64::from(r.rank));
-    attrs.set("dl.world_size", i64::from(r.world_size));
+    attrs.set(semconv::DL_RANK, i64::from(r.rank));
+    attrs.set(semconv::DL_WORLD_SIZE, i64::from(r.world_size));
     // Lens's own: not in NeMo Lens.
-    attrs.set("dl.local_rank", i64::from(r.local_rank));
+    attrs.set(semconv::DL_LOCAL_RANK, i64::from(r.local_rank));
     attrs.set("lens.version", env!("CARGO_PKG_VERSION"));
     if !inputs.run_id.is_empty() {
         attrs.set(RUN_ID_KEY, inputs.run_id.to_string());
@@ -228,9 +229,9 @@ pub fn build_resource(inputs: &ResourceInputs<'_>, env: &dyn EnvSource) -> Resou
             format!("{}-rank{}", inputs.run_id, r.rank),
         );
     }
-    attrs.set_nonempty("nemo.user.id", inputs.user);
-    attrs.set_nonempty("wandb.entity", inputs.wandb_entity);
-    attrs.set_nonempty("wandb.project", inputs.wandb_project);
+    attrs.set_nonempty(semconv::NEMO_USER_ID, inputs.user);
+    attrs.set_nonempty(semconv::WANDB_ENTITY, inputs.wandb_entity);
+    attrs.set_nonempty(semconv::WANDB_PROJECT, inputs.wandb_project);
     attrs.set_nonempty("deployment.environment", &deployment_environment(env));
     // An empty key is dropped, as the Python SDK drops it.
     attrs.0.extend(
