@@ -51,7 +51,7 @@ build_python() {
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check "componentize-py==$COMPONENTIZE_PY_VERSION"
   fi
-  "$venv/bin/componentize-py" -d "$wit" -w exporter componentize -p "$here/python-jsonl" app \
+  "$venv/bin/componentize-py" -d "$wit" -w all-signals componentize -p "$here/python-jsonl" app \
     -o "$dist/python-jsonl.wasm" >/dev/null
 }
 
@@ -65,7 +65,7 @@ build_js() {
       "@bytecodealliance/componentize-js@$COMPONENTIZE_JS_VERSION")
   fi
   # No HTTP needed: -d http -d fetch-event keeps wasi:http out of its imports.
-  "$js/node_modules/.bin/componentize-js" "$here/js-jsonl/exporter.js" --wit "$wit" -n exporter \
+  "$js/node_modules/.bin/componentize-js" "$here/js-jsonl/exporter.js" --wit "$wit" -n all-signals \
     -o "$dist/js-jsonl.wasm" -d http -d fetch-event >/dev/null
   # componentize-qjs (same package) is not used: its --sync runtime has no console or stdio,
   # and its default runtime needs the component-model async ABI. See docs/writing-an-exporter.md.

@@ -214,7 +214,7 @@ pub enum LoadError {
     },
     /// It exports no `lens:exporter` interface.
     #[error(
-        "does not export `{expected}` (it exports {}); is it built for the `lens:exporter/exporter` world?",
+        "does not export `{expected}` (it exports {}); is it built for a `lens:exporter` world (`exporter`, `metrics`, `logs` or `all-signals`)?",
         listed(exports)
     )]
     MissingExport {
@@ -227,7 +227,7 @@ pub enum LoadError {
     #[error(
         "targets {}, but this host supports `{expected}`{}",
         listed(exports),
-        if *older { "; rebuild it against this host's `wit/exporter.wit` (the 0.1.0 records are unchanged)" } else { "" }
+        if *older { "; rebuild it against this host's `wit/` (span records are unchanged since 0.1.0)" } else { "" }
     )]
     WrongVersion {
         /// The interface the host looks for.
@@ -238,13 +238,27 @@ pub enum LoadError {
         older: bool,
     },
     /// The interface has the right name but not the host's types.
-    #[error("its `{expected}` does not match the WIT this host was built with: {}", chain(source.as_ref()))]
+    #[error("its `{expected}` does not match the WIT this host was built with: {detail}")]
     ExportMismatch {
         /// The interface the host looks for.
-        expected: &'static str,
+        expected: String,
         /// wasmtime's type check.
-        #[source]
-        source: BoxError,
+        detail: String,
+    },
+    /// It exports exporter interfaces, but not the one of the signal it is configured for.
+    #[error(
+        "is configured under [{signal}] but does not export `{expected}` (it exports {}); build it for the `{world}` or `all-signals` world",
+        listed(exports)
+    )]
+    SignalNotExported {
+        /// The config section, e.g. `metrics`.
+        signal: &'static str,
+        /// The interface that signal needs.
+        expected: String,
+        /// The world exporting only that interface.
+        world: &'static str,
+        /// What it exports.
+        exports: Vec<String>,
     },
 }
 

@@ -33,8 +33,17 @@ impl Default for InMemoryMetricReader {
 impl InMemoryMetricReader {
     /// A cumulative reader.
     pub fn new() -> Self {
+        Self::with_temporality(Temporality::Cumulative)
+    }
+
+    /// A reader aggregating sums and histograms in `temporality`.
+    pub fn with_temporality(temporality: Temporality) -> Self {
         Self {
-            inner: Arc::new(ManualReader::builder().build()),
+            inner: Arc::new(
+                ManualReader::builder()
+                    .with_temporality(temporality)
+                    .build(),
+            ),
         }
     }
 

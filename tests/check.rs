@@ -34,10 +34,15 @@ fn the_builtin_jsonl_exporter_passes_writing_to_a_preopened_dir() {
     ]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     for expected in [
-        "  encoding      typed",
-        "    ok    empty batch",
-        "    ok    10k spans in batches of 512",
-        "    ok    shutdown, then an export fails cleanly",
+        "    encoding      typed",
+        "  lens:exporter/span-exporter@0.3.0 (traces)",
+        "  lens:exporter/metric-exporter@0.3.0 (metrics)",
+        "  lens:exporter/log-exporter@0.3.0 (logs)",
+        "      ok    empty batch",
+        "      ok    10k spans in batches of 512",
+        "      ok    exponential histogram",
+        "      ok    body: map",
+        "      ok    shutdown, then an export fails cleanly",
         "PASS",
     ] {
         assert!(
@@ -50,12 +55,9 @@ fn the_builtin_jsonl_exporter_passes_writing_to_a_preopened_dir() {
         "{stdout}"
     );
     assert!(!stdout.contains("not served from the cache"), "{stdout}");
-    // one empty batch, 1 + 1 + 1 + 2 spans, 10240 spans
-    let lines = std::fs::read_to_string(out.join("spans.jsonl"))
-        .unwrap()
-        .lines()
-        .count();
-    assert_eq!(lines, 1 + 1 + 1 + 2 + 10_240);
+    // Each interface's instance appends to the same file: one line per span, data point and
+    // log record.
+    assert_eq!(lines_by_signal(&out.join("spans.jsonl")), ALL_SIGNALS);
 }
 
 fn recorder_passes_in(setting: &str, reported: &str) {
@@ -153,12 +155,43 @@ fn passes_with_a_file(wasm: &str) -> String {
     ]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.trim_end().ends_with("PASS"), "{stdout}");
-    let lines = std::fs::read_to_string(dir.path().join("spans.jsonl"))
-        .unwrap()
-        .lines()
-        .count();
-    assert_eq!(lines, 1 + 1 + 1 + 2 + 10_240, "{wasm}");
+    let expected = if stdout.contains("metric-exporter") {
+        ALL_SIGNALS
+    } else {
+        [SPANS, 0, 0]
+    };
+    assert_eq!(
+        lines_by_signal(&dir.path().join("spans.jsonl")),
+        expected,
+        "{wasm}"
+    );
     stdout
+}
+
+/// Lines the conformance suites make a JSON-lines guest write: one empty batch, 1 + 1 + 1 + 2
+/// spans, 10,240 spans.
+const SPANS: usize = 1 + 1 + 1 + 2 + 10_240;
+/// Spans; data points (sums 2 × 2, then gauge, histogram and exponential histogram 2 each,
+/// the same 10 together, 1,000 points); log records (one per body type, the 8 together,
+/// 10,240 records).
+const ALL_SIGNALS: [usize; 3] = [SPANS, 10 + 10 + 1_000, 8 + 8 + 10_240];
+
+/// The lines of a JSON-lines guest's file that are spans, metric data points and log records.
+fn lines_by_signal(path: &std::path::Path) -> [usize; 3] {
+    let mut counts = [0; 3];
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let i = if v.get("duration_ns").is_some() {
+            0
+        } else if v.get("observed_unix_nano").is_some() {
+            2
+        } else {
+            assert!(v.get("unit").is_some(), "not a metric line: {line}");
+            1
+        };
+        counts[i] += 1;
+    }
+    counts
 }
 
 #[test]

@@ -397,16 +397,23 @@ fn demo_with_the_default_exporter_writes_nothing_on_non_exporting_ranks() {
         .unwrap()
         .unwrap()
         .path();
-    let mut span_files: Vec<String> = std::fs::read_dir(&run_dir)
+    let mut files: Vec<String> = std::fs::read_dir(&run_dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".jsonl") && !n.contains("metrics"))
+        .filter(|n| n.ends_with(".jsonl"))
         .collect();
-    span_files.sort();
+    files.sort();
     assert_eq!(
-        span_files,
-        ["rank-0.jsonl", "rank-2.jsonl"],
-        "LOCAL_RANK 0 on each of 2 nodes"
+        files,
+        [
+            "rank-0.jsonl",
+            "rank-0.logs.jsonl",
+            "rank-0.metrics.jsonl",
+            "rank-2.jsonl",
+            "rank-2.logs.jsonl",
+            "rank-2.metrics.jsonl"
+        ],
+        "LOCAL_RANK 0 on each of 2 nodes: spans, metrics and logs of each"
     );
     for r in summary(out.path()) {
         let exporting = r["exporting"] == true;

@@ -387,45 +387,29 @@ fn lens_reports_its_own_health_as_metrics() {
     assert_eq!(e.exported + e.dropped_export_failed, 40);
     let data = reader.get_metrics_data().unwrap();
     assert_eq!(sum_points(&data, "lens.spans.produced"), [(vec![], 40)]);
+    let outcomes = |pairs: &[(&str, u64)]| -> Vec<(Vec<String>, u64)> {
+        pairs
+            .iter()
+            .map(|(outcome, n)| {
+                let attrs = [
+                    "exporter=custom",
+                    &format!("outcome={outcome}"),
+                    "signal=traces",
+                ];
+                (attrs.iter().map(|a| a.to_string()).collect(), *n)
+            })
+            .collect()
+    };
     assert_eq!(
         sum_points(&data, "lens.exporter.spans"),
-        [
-            (
-                vec![
-                    "exporter=custom".to_string(),
-                    "outcome=dropped_disabled".to_string()
-                ],
-                0
-            ),
-            (
-                vec![
-                    "exporter=custom".to_string(),
-                    "outcome=dropped_export_failed".to_string()
-                ],
-                e.dropped_export_failed
-            ),
-            (
-                vec![
-                    "exporter=custom".to_string(),
-                    "outcome=dropped_queue_full".to_string()
-                ],
-                0
-            ),
-            (
-                vec![
-                    "exporter=custom".to_string(),
-                    "outcome=dropped_shutdown".to_string()
-                ],
-                0
-            ),
-            (
-                vec![
-                    "exporter=custom".to_string(),
-                    "outcome=exported".to_string()
-                ],
-                e.exported
-            ),
-        ]
+        outcomes(&[
+            ("dropped_disabled", 0),
+            ("dropped_export_failed", e.dropped_export_failed),
+            ("dropped_queue_full", 0),
+            ("dropped_rejected", 0),
+            ("dropped_shutdown", 0),
+            ("exported", e.exported),
+        ])
     );
     assert_eq!(
         sum_points(&data, "lens.exporter.batches"),

@@ -213,7 +213,7 @@ fn guest_health_is_reported_as_lens_metrics() {
     };
     assert_eq!(
         find("lens.exporter.traps"),
-        [r#"["hostile", "unreachable"]=1"#]
+        [r#"["hostile", "traces", "unreachable"]=1"#]
     );
     assert_eq!(find("lens.exporter.restarts"), [r#"["hostile"]=1"#]);
     let memory = find("lens.exporter.memory.peak");

@@ -50,7 +50,7 @@ fn bad_wasm_inputs_each_get_their_message() {
     let empty = wat::parse_str("(component)").unwrap();
     assert_eq!(
         load_error(&p("empty.wasm", &empty), None),
-        "does not export `lens:exporter/span-exporter@0.2.0` (it exports nothing); is it built for the `lens:exporter/exporter` world?"
+        "does not export `lens:exporter/span-exporter@0.3.0`, `metric-exporter@0.3.0` or `log-exporter@0.3.0` (it exports nothing); is it built for a `lens:exporter` world (`exporter`, `metrics`, `logs` or `all-signals`)?"
     );
     let imports = wat::parse_str(
         r#"(component
@@ -76,19 +76,31 @@ fn bad_wasm_inputs_each_get_their_message() {
         ))
         .unwrap()
     };
+    const SUPPORTED: &str =
+        "`lens:exporter/span-exporter@0.3.0`, `metric-exporter@0.3.0` or `log-exporter@0.3.0`";
     assert_eq!(
         load_error(
             &p("v1.wasm", &exporting("lens:exporter/span-exporter@0.1.0")),
             None
         ),
-        "targets `lens:exporter/span-exporter@0.1.0`, but this host supports `lens:exporter/span-exporter@0.2.0`; rebuild it against this host's `wit/exporter.wit` (the 0.1.0 records are unchanged)"
+        format!(
+            "targets `lens:exporter/span-exporter@0.1.0`, but this host supports {SUPPORTED}; rebuild it against this host's `wit/` (span records are unchanged since 0.1.0)"
+        )
     );
+    assert_eq!(
+        load_error(
+            &p("v4.wasm", &exporting("lens:exporter/span-exporter@0.4.0")),
+            None
+        ),
+        format!("targets `lens:exporter/span-exporter@0.4.0`, but this host supports {SUPPORTED}")
+    );
+    // The right name, not the right functions: found when the first instance starts, at setup.
     assert_eq!(
         load_error(
             &p("v3.wasm", &exporting("lens:exporter/span-exporter@0.3.0")),
             None
         ),
-        "targets `lens:exporter/span-exporter@0.3.0`, but this host supports `lens:exporter/span-exporter@0.2.0`"
+        "its `lens:exporter/span-exporter@0.3.0` does not match the WIT this host was built with: no `init` function in `lens:exporter/span-exporter@0.3.0`"
     );
     let truncated = &std::fs::read(RECORDER).unwrap()[..4096];
     assert!(load_error(&p("truncated.wasm", truncated), None).starts_with("invalid component: "));

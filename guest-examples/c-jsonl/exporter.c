@@ -1,6 +1,7 @@
 // JSON lines exporter in C (wasi-libc + wit-bindgen's C bindings): the same lines as the Rust
 // example. Settings: `path` (a file in a pre-opened directory; `{key}` expands to a resource
-// attribute) or none for stdout.
+// attribute) or none for stdout. Spans only (world `exporter`): metrics and logs are the Rust,
+// Python and JavaScript examples' (see README).
 
 #include <math.h>
 #include <stdio.h>
@@ -271,14 +272,20 @@ bool exports_lens_exporter_span_exporter_init(exporter_list_tuple2_string_string
   return ok;
 }
 
+// A permanent failure: the host drops the batch (`retryable` would make it send it again).
+static void reject(exports_lens_exporter_span_exporter_export_error_t *err, const char *msg) {
+  err->tag = LENS_EXPORTER_TYPES_EXPORT_ERROR_REJECTED;
+  exporter_string_dup(&err->val.rejected, msg);
+}
+
 bool exports_lens_exporter_span_exporter_export(exports_lens_exporter_span_exporter_batch_t *batch,
-                                                exporter_string_t *err) {
+                                                exports_lens_exporter_span_exporter_export_error_t *err) {
   bool ok = true;
   if (!is_open) {
-    set_err(err, "export after shutdown");
+    reject(err, "export after shutdown");
     ok = false;
   } else if (batch->tag != LENS_EXPORTER_TYPES_BATCH_TYPED) {
-    set_err(err, "this exporter asked for typed batches");
+    reject(err, "this exporter asked for typed batches");
     ok = false;
   } else {
     buf_t b = {0};
@@ -288,7 +295,7 @@ bool exports_lens_exporter_span_exporter_export(exports_lens_exporter_span_expor
     }
     // One write per batch: every write is a host call.
     if (b.len && (fwrite(b.data, 1, b.len, out) != b.len || fflush(out) != 0)) {
-      set_err(err, "write failed");
+      reject(err, "write failed");
       ok = false;
     }
     free(b.data);

@@ -19,6 +19,8 @@ pub enum DropReason {
     Shutdown,
     /// The exporter was disabled at setup (`on_setup_failure = "disable"`).
     Disabled,
+    /// The exporter accepted the batch but refused these items (a wasm guest's `partial`).
+    Rejected,
 }
 
 /// Live counters of one exporter (cheap atomics, updated by the processor).
@@ -31,6 +33,10 @@ pub struct ExporterStats {
     dropped_export_failed: AtomicU64,
     dropped_shutdown: AtomicU64,
     dropped_disabled: AtomicU64,
+    /// Items of accepted batches the exporter refused; counted as exported first.
+    rejected: AtomicU64,
+    retries: AtomicU64,
+    retries_exhausted: AtomicU64,
     /// Why the exporter was disabled at setup, if it was.
     disabled: Mutex<Option<String>>,
     batches_exported: AtomicU64,
@@ -53,6 +59,9 @@ impl ExporterStats {
             dropped_export_failed: AtomicU64::new(0),
             dropped_shutdown: AtomicU64::new(0),
             dropped_disabled: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            retries_exhausted: AtomicU64::new(0),
             disabled: Mutex::default(),
             batches_exported: AtomicU64::new(0),
             batches_failed: AtomicU64::new(0),
@@ -67,6 +76,21 @@ impl ExporterStats {
     /// A sandboxed exporter was rebuilt after a fault.
     pub(crate) fn record_restart(&self) {
         self.restarts.fetch_add(1, Relaxed);
+    }
+
+    /// Of a batch the exporter accepted, it refused `items`.
+    pub(crate) fn record_rejected(&self, items: u64) {
+        self.rejected.fetch_add(items, Relaxed);
+    }
+
+    /// A batch is sent again after a retryable failure.
+    pub(crate) fn record_retry(&self) {
+        self.retries.fetch_add(1, Relaxed);
+    }
+
+    /// A batch still failing retryably at its deadline was given up.
+    pub(crate) fn record_retries_exhausted(&self) {
+        self.retries_exhausted.fetch_add(1, Relaxed);
     }
 
     /// A guest returned an error (not a trap).
@@ -109,6 +133,7 @@ impl ExporterStats {
             DropReason::ExportFailed => &self.dropped_export_failed,
             DropReason::Shutdown => &self.dropped_shutdown,
             DropReason::Disabled => &self.dropped_disabled,
+            DropReason::Rejected => &self.rejected,
         };
         counter.fetch_add(spans, Relaxed);
     }
@@ -141,10 +166,14 @@ impl ExporterStats {
 
     /// A consistent-enough copy of the counters.
     pub fn snapshot(&self) -> ExporterSnapshot {
+        let rejected = self.rejected.load(Relaxed);
         ExporterSnapshot {
             name: self.name.clone(),
             received: self.received.load(Relaxed),
-            exported: self.exported.load(Relaxed),
+            exported: self.exported.load(Relaxed).saturating_sub(rejected),
+            dropped_rejected: rejected,
+            retries: self.retries.load(Relaxed),
+            retries_exhausted: self.retries_exhausted.load(Relaxed),
             dropped_queue_full: self.dropped_queue_full.load(Relaxed),
             dropped_export_failed: self.dropped_export_failed.load(Relaxed),
             dropped_shutdown: self.dropped_shutdown.load(Relaxed),
@@ -183,6 +212,16 @@ pub struct ExporterSnapshot {
     pub dropped_shutdown: u64,
     /// Spans dropped because the exporter was disabled at setup.
     pub dropped_disabled: u64,
+    /// Spans of accepted batches the exporter refused (a wasm guest's `partial`).
+    #[serde(default)]
+    pub dropped_rejected: u64,
+    /// Export attempts repeated after a retryable failure.
+    #[serde(default)]
+    pub retries: u64,
+    /// Batches dropped because they were still failing retryably at their deadline ("export
+    /// failed after N attempts"; their spans are in `dropped_export_failed`).
+    #[serde(default)]
+    pub retries_exhausted: u64,
     /// Why the exporter was disabled at setup (`on_setup_failure = "disable"`), if it was.
     pub disabled: Option<String>,
     /// Successful export calls.
@@ -211,6 +250,7 @@ impl ExporterSnapshot {
             + self.dropped_export_failed
             + self.dropped_shutdown
             + self.dropped_disabled
+            + self.dropped_rejected
     }
 
     /// Spans neither exported nor dropped yet: queued or in flight.
@@ -231,12 +271,20 @@ pub struct DeliveryStats {
     /// One entry per log exporter, in configuration order (counts are log records).
     #[serde(default)]
     pub log_exporters: Vec<ExporterSnapshot>,
+    /// One entry per metric exporter, in configuration order (counts are data points).
+    #[serde(default)]
+    pub metric_exporters: Vec<ExporterSnapshot>,
 }
 
 impl DeliveryStats {
     /// The entry of the exporter called `name`.
     pub fn exporter(&self, name: &str) -> Option<&ExporterSnapshot> {
         self.exporters.iter().find(|e| e.name == name)
+    }
+
+    /// The entry of the metric exporter called `name`.
+    pub fn metric_exporter(&self, name: &str) -> Option<&ExporterSnapshot> {
+        self.metric_exporters.iter().find(|e| e.name == name)
     }
 
     /// The entry of the log exporter called `name`.

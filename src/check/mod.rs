@@ -1,22 +1,24 @@
 //! What `lens check` runs against an exporter component: validation, capabilities, timings,
-//! and a conformance suite independent of any guest SDK (feature `testing`: its spans are
+//! and a conformance suite for each exporter interface it exports (`suites`), independent of
+//! any guest SDK (feature `testing`: its spans, metrics and log records are
 //! [`crate::testing`]'s).
+
+mod suites;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 
 use crate::batch::ExporterStats;
 use crate::config::WasmExporterSpec;
 use crate::config::env::ProcessEnv;
 use crate::error::LensError;
-use crate::testing::spans;
-use crate::wasm::instance::{Job, Outcome, StartError};
+use crate::wasm::instance::{Job, Outcome, Payload, StartError};
+use crate::wasm::interface::Preferences;
 use crate::wasm::{
-    DEFAULT_MAX_FILE_MIB, HostInputs, LoadChecks, WasmSpanExporter, cache, engine, load,
+    DEFAULT_MAX_FILE_MIB, GuestInterface, HostInputs, LoadChecks, Signal, cache, engine, load,
 };
 
 /// One conformance case and how it went.
@@ -43,26 +45,42 @@ pub struct CheckReport {
     pub cached_load: Duration,
     /// Whether that load was served from the cache.
     pub cache_hit: bool,
+    /// One suite per exporter interface the component exports, in signal order.
+    pub signals: Vec<SignalReport>,
+}
+
+/// The conformance suite of one exporter interface.
+#[derive(Debug, Clone)]
+pub struct SignalReport {
+    /// The interface, e.g. `lens:exporter/metric-exporter@0.3.0`.
+    pub interface: String,
+    /// The signal it exports.
+    pub signal: Signal,
     /// The encoding the guest asked for.
     pub encoding: Option<&'static str>,
     /// The cases, in order.
     pub cases: Vec<CaseResult>,
-    /// Mean cost per span over the 10k-span case, nanoseconds.
-    pub per_span_ns: Option<f64>,
-    /// Peak linear memory of the instance, bytes.
+    /// Mean cost per item (span, data point, log record) over the bulk case, nanoseconds.
+    pub per_item_ns: Option<f64>,
+    /// Peak memory of an instance (all its memories and tables), bytes.
     pub peak_memory_bytes: u64,
 }
 
 impl CheckReport {
-    /// The failed cases.
-    pub fn failures(&self) -> Vec<&CaseResult> {
-        self.cases.iter().filter(|c| c.outcome.is_err()).collect()
+    /// The failed cases, with the interface of each.
+    pub fn failures(&self) -> Vec<(&str, &CaseResult)> {
+        self.signals
+            .iter()
+            .flat_map(|s| s.cases.iter().map(move |c| (s.interface.as_str(), c)))
+            .filter(|(_, c)| c.outcome.is_err())
+            .collect()
     }
 }
 
 /// Capability group of an import name.
 pub fn capability(import: &str) -> &'static str {
     let groups = [
+        ("lens:exporter/", "lens types"),
         ("wasi:filesystem/", "files"),
         ("wasi:cli/environment", "environment"),
         ("wasi:http/", "http"),
@@ -83,13 +101,6 @@ pub fn capability(import: &str) -> &'static str {
 
 const NAME: &str = "check";
 
-fn run(e: &WasmSpanExporter, batch: Vec<SpanData>) -> Result<Duration, String> {
-    let started = Instant::now();
-    futures_executor::block_on(e.export(batch))
-        .map(|()| started.elapsed())
-        .map_err(|e| e.to_string())
-}
-
 /// How the file loads: without a cache, then through the cache; its imports by capability.
 struct LoadReport {
     size: usize,
@@ -98,6 +109,7 @@ struct LoadReport {
     cold_compile: Duration,
     cached_load: Duration,
     cache_hit: bool,
+    interfaces: Vec<GuestInterface>,
 }
 
 fn load_report(
@@ -136,59 +148,18 @@ fn load_report(
         cold_compile,
         cached_load,
         cache_hit: hits() > hits_before,
+        interfaces: loaded.interfaces,
     })
 }
 
-/// The suite's cases on one exporter, in order; the mean cost per span of the bulk case.
-fn run_cases(exporter: &WasmSpanExporter) -> (Vec<CaseResult>, Option<f64>) {
-    let mut cases = vec![CaseResult {
-        name: "init with the given settings",
-        outcome: Ok(Duration::ZERO),
-    }];
-    let mut case = |name: &'static str, outcome: Result<Duration, String>| {
-        cases.push(CaseResult { name, outcome })
-    };
-    case("empty batch", run(exporter, Vec::new()));
-    case("one span", run(exporter, spans::one()));
-    case(
-        "every attribute value type",
-        run(exporter, spans::every_value_type()),
-    );
-    case("unicode names and values", run(exporter, spans::unicode()));
-    case(
-        "events, links and status",
-        run(exporter, spans::events_links_status()),
-    );
-    let bulk = spans::many(10_240);
-    let started = Instant::now();
-    let bulk_result = bulk
-        .chunks(512)
-        .try_for_each(|chunk| run(exporter, chunk.to_vec()).map(drop));
-    let bulk_time = started.elapsed();
-    let per_span_ns = bulk_result
-        .is_ok()
-        .then(|| bulk_time.as_nanos() as f64 / bulk.len() as f64);
-    case(
-        "10k spans in batches of 512",
-        bulk_result.map(|()| bulk_time),
-    );
-    let flush = Instant::now();
-    case(
-        "force-flush",
-        exporter
-            .force_flush()
-            .map(|()| flush.elapsed())
-            .map_err(|e| e.to_string()),
-    );
-    (cases, per_span_ns)
-}
-
-/// Shuts a fresh instance down, then sends it a batch anyway (bypassing the host's own
-/// refusal): the guest must answer with an error, neither accept it nor trap.
+/// Shuts a fresh instance serving `signal` down, then sends it `payload` anyway (bypassing
+/// the host's own refusal): the guest must answer with an error, neither accept it nor trap.
 fn export_after_shutdown(
     spec: &WasmExporterSpec,
     config: &crate::LensConfig,
     resource: &Resource,
+    signal: Signal,
+    make: fn(&Preferences, &Resource) -> Payload,
 ) -> Result<Duration, String> {
     let started = Instant::now();
     let inputs = HostInputs {
@@ -198,59 +169,68 @@ fn export_after_shutdown(
         cache: &config.wasm_cache,
     };
     let stats = Arc::new(ExporterStats::new(NAME));
-    let factory = crate::wasm::factory(NAME, spec, &config.batch, &inputs, stats)
+    let factory = crate::wasm::factory(NAME, spec, signal, &config.batch, &inputs, stats)
         .map_err(|e| e.to_string())?;
     let worker = Arc::new(factory).start(resource, 0).map_err(|e| match e {
         StartError::Refused(msg) => format!("init failed: {msg}"),
         StartError::Fault(f) => format!("{}: {}", f.kind, f.detail),
+        StartError::Mismatch(detail) => detail,
     })?;
     match worker.call(Job::Shutdown) {
-        Outcome::Ok => {}
-        Outcome::GuestError(msg) => return Err(format!("shutdown failed: {msg}")),
         Outcome::Fault(f) => return Err(format!("shutdown failed: {}: {}", f.kind, f.detail)),
+        Outcome::GuestError(msg) => return Err(format!("shutdown failed: {msg}")),
+        _ => {}
     }
-    match worker.call(Job::Export(spans::one())) {
+    match worker.call(Job::Export(make(&worker.preferences, resource))) {
         Outcome::GuestError(_) => Ok(started.elapsed()),
-        Outcome::Ok => Err("the guest accepted an export after shutdown".into()),
         Outcome::Fault(f) => Err(format!(
             "trapped instead of returning an error: {}: {}",
             f.kind, f.detail
         )),
+        Outcome::Retryable { .. } => {
+            Err("answered `retryable` after shutdown: it must be `rejected`".into())
+        }
+        Outcome::Ok | Outcome::Partial { .. } => {
+            Err("the guest accepted an export after shutdown".into())
+        }
     }
 }
 
-/// Validates `spec.path` and runs the suite against it with `spec`'s grants and settings.
-pub fn check(spec: &WasmExporterSpec) -> Result<CheckReport, LensError> {
-    let config = crate::LensConfig::from_env()?;
-    let loaded = load_report(spec, &config)?;
-    let resource = Resource::builder_empty()
+/// The resource every suite's batches carry.
+fn check_resource() -> Resource {
+    Resource::builder_empty()
         .with_attributes([
             KeyValue::new("service.name", "lens-check"),
             KeyValue::new("dl.rank", 0),
         ])
-        .build();
-    let (exporter, stats) = WasmSpanExporter::from_config(NAME, spec, &resource)?;
-    let (mut cases, per_span_ns) = run_cases(&exporter);
-    cases.push(CaseResult {
-        name: "shutdown, then an export fails cleanly",
-        outcome: export_after_shutdown(spec, &config, &resource),
-    });
-    let encoding = exporter.encoding();
-    let _ = exporter.shutdown();
-    let snapshot = stats.snapshot();
-    if !snapshot.traps.is_empty() {
-        cases.push(CaseResult {
-            name: "no traps",
-            outcome: Err(format!(
-                "traps: {}",
-                snapshot
-                    .traps
-                    .iter()
-                    .map(|(kind, n)| format!("{kind} ×{n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+        .build()
+}
+
+/// Validates `spec.path` and runs the suite of every exporter interface it exports, with
+/// `spec`'s grants and settings.
+pub fn check(spec: &WasmExporterSpec) -> Result<CheckReport, LensError> {
+    let config = crate::LensConfig::from_env()?;
+    let loaded = load_report(spec, &config)?;
+    let resource = check_resource();
+    let mut signals = Vec::new();
+    for interface in &loaded.interfaces {
+        let mut report = match interface.signal {
+            Signal::Traces => suites::spans(spec, &resource)?,
+            Signal::Metrics => suites::metrics(spec, &resource)?,
+            Signal::Logs => suites::logs(spec, &resource)?,
+        };
+        report.interface = interface.name();
+        report.cases.push(CaseResult {
+            name: "shutdown, then an export fails cleanly",
+            outcome: export_after_shutdown(
+                spec,
+                &config,
+                &resource,
+                interface.signal,
+                suites::one_item(interface.signal),
+            ),
         });
+        signals.push(report);
     }
     Ok(CheckReport {
         size: loaded.size,
@@ -259,9 +239,6 @@ pub fn check(spec: &WasmExporterSpec) -> Result<CheckReport, LensError> {
         cold_compile: loaded.cold_compile,
         cached_load: loaded.cached_load,
         cache_hit: loaded.cache_hit,
-        encoding,
-        cases,
-        per_span_ns,
-        peak_memory_bytes: snapshot.peak_memory_bytes,
+        signals,
     })
 }

@@ -99,8 +99,12 @@ pub fn run(args: CheckArgs) -> ExitCode {
         "  size          {} bytes, sha256 {}",
         report.size, report.sha256
     );
-    println!("  world         {} (valid)", lens::wasm::WORLD_NAME);
-    println!("  encoding      {}", report.encoding.unwrap_or("-"));
+    let interfaces: Vec<&str> = report
+        .signals
+        .iter()
+        .map(|s| s.interface.as_str())
+        .collect();
+    println!("  exports       {} (valid)", interfaces.join(", "));
     println!(
         "  cold compile  {:.1} ms",
         report.cold_compile.as_secs_f64() * 1e3
@@ -118,33 +122,37 @@ pub fn run(args: CheckArgs) -> ExitCode {
     for (group, imports) in &report.capabilities {
         println!("    {group:<12} {}", imports.join(", "));
     }
-    println!("  conformance");
-    for c in &report.cases {
-        match &c.outcome {
-            Ok(_) => println!("    ok    {}", c.name),
-            Err(e) => println!("    FAIL  {}: {e}", c.name),
+    let mut total = 0;
+    for signal in &report.signals {
+        println!("  {} ({})", signal.interface, signal.signal.as_str());
+        println!("    encoding      {}", signal.encoding.unwrap_or("-"));
+        println!("    conformance");
+        for c in &signal.cases {
+            match &c.outcome {
+                Ok(_) => println!("      ok    {}", c.name),
+                Err(e) => println!("      FAIL  {}: {e}", c.name),
+            }
         }
-    }
-    if let Some(ns) = report.per_span_ns {
+        total += signal.cases.len();
+        if let Some(ns) = signal.per_item_ns {
+            let item = match signal.signal {
+                lens::wasm::Signal::Traces => "span (10k spans, batches of 512)",
+                lens::wasm::Signal::Metrics => "data point (1,000 in one collection)",
+                lens::wasm::Signal::Logs => "log record (10k records, batches of 512)",
+            };
+            println!("    cost          {:.2} µs per {item}", ns / 1e3);
+        }
         println!(
-            "  per-span cost {:.2} µs (10k spans, batches of 512)",
-            ns / 1e3
+            "    peak memory   {:.1} MiB",
+            signal.peak_memory_bytes as f64 / (1 << 20) as f64
         );
     }
-    println!(
-        "  peak memory   {:.1} MiB",
-        report.peak_memory_bytes as f64 / (1 << 20) as f64
-    );
     let failures = report.failures();
     if failures.is_empty() {
         println!("PASS");
         ExitCode::SUCCESS
     } else {
-        println!(
-            "FAIL: {} of {} checks failed",
-            failures.len(),
-            report.cases.len()
-        );
+        println!("FAIL: {} of {total} checks failed", failures.len());
         ExitCode::from(EXIT_RUN_FAILED)
     }
 }

@@ -423,22 +423,10 @@ impl LensConfig {
                 .map_err(|m| bad(&format!("traces.exporters[{i}]"), m))?;
         }
         for (i, spec) in self.metrics.exporters.iter().enumerate() {
-            if matches!(spec, ExporterSpec::Wasm(_)) {
-                return Err(bad(
-                    &format!("metrics.exporters[{i}]"),
-                    "wasm exporters export spans only".to_string(),
-                ));
-            }
             spec.validate(&self.batch)
                 .map_err(|m| bad(&format!("metrics.exporters[{i}]"), m))?;
         }
         for (i, spec) in self.logs.exporters.iter().enumerate() {
-            if matches!(spec, ExporterSpec::Wasm(_)) {
-                return Err(bad(
-                    &format!("logs.exporters[{i}]"),
-                    "wasm exporters export spans only".to_string(),
-                ));
-            }
             spec.validate(&self.log_batch)
                 .map_err(|m| bad(&format!("logs.exporters[{i}]"), m))?;
         }
@@ -447,25 +435,20 @@ impl LensConfig {
 
     /// Span exporters of this config: the `[traces]` list, else the `exporter` shorthand.
     pub fn trace_exporters(&self) -> Vec<ExporterSpec> {
-        signal_exporters(&self.traces, &self.exporter)
+        signal_exporters(&self.traces, &self.exporter, true)
     }
 
     /// Metric exporters of this config: the `[metrics]` list, else the `exporter` shorthand
-    /// (a `.wasm` shorthand gives metrics no exporter).
+    /// (a `.wasm` shorthand names a span exporter: it gives metrics none; list a wasm metric
+    /// exporter under `[[metrics.exporters]]`).
     pub fn metric_exporters(&self) -> Vec<ExporterSpec> {
-        signal_exporters(&self.metrics, &self.exporter)
-            .into_iter()
-            .filter(|s| !matches!(s, ExporterSpec::Wasm(_)))
-            .collect()
+        signal_exporters(&self.metrics, &self.exporter, false)
     }
 
     /// Log exporters of this config: the `[logs]` list, else the `exporter` shorthand (a
-    /// `.wasm` shorthand gives logs no exporter).
+    /// `.wasm` shorthand gives logs none).
     pub fn log_exporters(&self) -> Vec<ExporterSpec> {
-        signal_exporters(&self.logs, &self.exporter)
-            .into_iter()
-            .filter(|s| !matches!(s, ExporterSpec::Wasm(_)))
-            .collect()
+        signal_exporters(&self.logs, &self.exporter, false)
     }
 
     /// Makes the relative `.wasm` paths and pre-opened directories of a file relative to it.
@@ -541,11 +524,18 @@ pub(crate) fn check_batch(b: &BatchConfig) -> Result<(), String> {
     Ok(())
 }
 
-fn signal_exporters(signal: &SignalConfig, shorthand: &str) -> Vec<ExporterSpec> {
+/// A signal's exporters: its own list, else the shorthand (a `.wasm` shorthand only when
+/// `wasm_shorthand`).
+fn signal_exporters(
+    signal: &SignalConfig,
+    shorthand: &str,
+    wasm_shorthand: bool,
+) -> Vec<ExporterSpec> {
     if !signal.exporters.is_empty() {
         return signal.exporters.clone();
     }
     ExporterSpec::from_shorthand(shorthand)
-        .map(|s| vec![s])
-        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| wasm_shorthand || !matches!(s, ExporterSpec::Wasm(_)))
+        .collect()
 }

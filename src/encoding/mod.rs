@@ -1,4 +1,5 @@
-//! The batch encodings of `lens:exporter`: how a batch of `SpanData` reaches a guest.
+//! The batch encodings of `lens:exporter`: how a batch of spans, metrics or log records
+//! reaches a guest.
 //!
 //! A leaf of the crate: it reads spans and writes bytes, strings or WIT records, and imports
 //! nothing from the host or the exporters.
@@ -9,13 +10,19 @@
 //!   resource, and values of a kind newer than this host);
 //! - [`otlp_bytes`]: an OTLP `ExportTraceServiceRequest` as protobuf bytes;
 //! - [`otlp_json`]: the same request as OTLP/JSON text;
+//! - [`metrics`] and `logs`: the same three encodings of a metric collection and of a log
+//!   batch (records built here, OTLP messages by `opentelemetry-proto`);
 //! - here: what they share (grouping by scope, OTLP's enum numbers and flags, timestamps) and
 //!   [`BatchEncoder`], one instance's choice with its resource rendered once.
 
+pub(crate) mod logs;
+pub mod metrics;
 pub(crate) mod otlp_bytes;
 pub(crate) mod otlp_json;
 pub(crate) mod typed;
 
+#[cfg(all(test, feature = "testing"))]
+mod signal_tests;
 #[cfg(test)]
 mod tests;
 

@@ -4,7 +4,6 @@
 
 use opentelemetry::trace::{SpanKind, Status};
 use opentelemetry::{Array, KeyValue, Value};
-use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::{Map, Value as Json, json};
 
@@ -80,49 +79,4 @@ pub fn span_json(span: &SpanData) -> Json {
         })).collect::<Vec<_>>(),
         "scope": span.instrumentation_scope.name(),
     })
-}
-
-/// One JSON object per metric of a collection.
-pub fn metrics_json(rm: &ResourceMetrics) -> Vec<Json> {
-    let mut out = Vec::new();
-    for scope in rm.scope_metrics() {
-        for m in scope.metrics() {
-            let points = match m.data() {
-                AggregatedMetrics::F64(d) => points_json(d),
-                AggregatedMetrics::U64(d) => points_json(d),
-                AggregatedMetrics::I64(d) => points_json(d),
-            };
-            out.push(json!({
-                "metric": m.name(),
-                "unit": m.unit(),
-                "scope": scope.scope().name(),
-                "points": points,
-            }));
-        }
-    }
-    out
-}
-
-fn points_json<T: Copy + serde::Serialize>(data: &MetricData<T>) -> Json {
-    let points: Vec<Json> = match data {
-        MetricData::Gauge(g) => g
-            .data_points()
-            .map(|p| json!({"attributes": attributes_json(p.attributes()), "value": p.value()}))
-            .collect(),
-        MetricData::Sum(s) => s
-            .data_points()
-            .map(|p| json!({"attributes": attributes_json(p.attributes()), "value": p.value()}))
-            .collect(),
-        MetricData::Histogram(h) => h
-            .data_points()
-            .map(|p| {
-                json!({"attributes": attributes_json(p.attributes()), "count": p.count(), "sum": p.sum()})
-            })
-            .collect(),
-        MetricData::ExponentialHistogram(h) => h
-            .data_points()
-            .map(|p| json!({"attributes": attributes_json(p.attributes()), "count": p.count()}))
-            .collect(),
-    };
-    Json::Array(points)
 }

@@ -10,14 +10,18 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::{LogBatch, LogExporter, LogProcessor, SdkLogRecord};
 
-use crate::batch::{BatchExport, BatchQueue, ExporterStats};
+use crate::batch::{BatchExport, BatchQueue, DropReason, ExporterStats};
 use crate::config::BatchConfig;
 
 /// A log record as queued: the SDK hands the processor borrowed records, the queue owns them.
 type Queued = (SdkLogRecord, InstrumentationScope);
 
-/// A log exporter driven by the batch queue.
-struct Records<E>(E);
+/// A log exporter driven by the batch queue, with how to flush it: the SDK's `LogExporter`
+/// has no `force_flush`, a wasm guest does.
+struct Records<E> {
+    exporter: E,
+    flush: fn(&E) -> OTelSdkResult,
+}
 
 impl<E: LogExporter + 'static> BatchExport for Records<E> {
     type Item = Queued;
@@ -25,19 +29,19 @@ impl<E: LogExporter + 'static> BatchExport for Records<E> {
     fn export(&self, batch: Vec<Queued>) -> OTelSdkResult {
         let refs: Vec<(&SdkLogRecord, &InstrumentationScope)> =
             batch.iter().map(|(r, s)| (r, s)).collect();
-        futures_executor::block_on(self.0.export(LogBatch::new(&refs)))
+        futures_executor::block_on(self.exporter.export(LogBatch::new(&refs)))
     }
 
     fn force_flush(&mut self) -> OTelSdkResult {
-        Ok(())
+        (self.flush)(&self.exporter)
     }
 
     fn shutdown_with_timeout(&mut self, timeout: Duration) -> OTelSdkResult {
-        self.0.shutdown_with_timeout(timeout)
+        self.exporter.shutdown_with_timeout(timeout)
     }
 
     fn set_resource(&mut self, resource: &Resource) {
-        self.0.set_resource(resource)
+        self.exporter.set_resource(resource)
     }
 }
 
@@ -45,7 +49,9 @@ impl<E: LogExporter + 'static> BatchExport for Records<E> {
 /// dropped, by reason, as for spans.
 #[derive(Debug)]
 pub struct BatchLogProcessor {
-    queue: BatchQueue<Queued>,
+    /// `None`: the exporter was disabled at setup; every record is counted as dropped.
+    queue: Option<BatchQueue<Queued>>,
+    stats: Arc<ExporterStats>,
 }
 
 impl BatchLogProcessor {
@@ -54,14 +60,43 @@ impl BatchLogProcessor {
     where
         E: LogExporter + 'static,
     {
+        Self::with_flush(exporter, |_| Ok(()), config, stats)
+    }
+
+    /// As [`new`](Self::new), for an exporter with buffered work of its own: `flush` runs
+    /// after the queue is drained on `force_flush`.
+    pub fn with_flush<E>(
+        exporter: E,
+        flush: fn(&E) -> OTelSdkResult,
+        config: BatchConfig,
+        stats: Arc<ExporterStats>,
+    ) -> Self
+    where
+        E: LogExporter + 'static,
+    {
+        let records = Records { exporter, flush };
         Self {
-            queue: BatchQueue::new(Records(exporter), config, stats, "blrp", "log records"),
+            queue: Some(BatchQueue::new(
+                records,
+                config,
+                stats.clone(),
+                "blrp",
+                "log records",
+            )),
+            stats,
         }
+    }
+
+    /// The processor of an exporter disabled at setup (`on_setup_failure = "disable"`):
+    /// records `reason` and counts every record from now on as dropped.
+    pub fn disabled(stats: Arc<ExporterStats>, reason: String) -> Self {
+        stats.record_disabled(reason);
+        Self { queue: None, stats }
     }
 
     /// The live statistics of this processor's exporter.
     pub fn stats(&self) -> &Arc<ExporterStats> {
-        self.queue.stats()
+        &self.stats
     }
 }
 
@@ -75,18 +110,28 @@ impl LogProcessor for BatchLogProcessor {
                 .unwrap_or_else(std::time::SystemTime::now);
             record.set_timestamp(at);
         }
-        self.queue.push((record.clone(), scope.clone()));
+        match &self.queue {
+            Some(queue) => queue.push((record.clone(), scope.clone())),
+            None => {
+                self.stats.record_received();
+                self.stats.record_dropped(DropReason::Disabled, 1);
+            }
+        }
     }
 
     fn force_flush(&self) -> OTelSdkResult {
-        self.queue.force_flush()
+        self.queue.as_ref().map_or(Ok(()), |q| q.force_flush())
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.queue.shutdown_with_timeout(timeout)
+        self.queue
+            .as_ref()
+            .map_or(Ok(()), |q| q.shutdown_with_timeout(timeout))
     }
 
     fn set_resource(&mut self, resource: &Resource) {
-        self.queue.set_resource(resource)
+        if let Some(q) = &self.queue {
+            q.set_resource(resource)
+        }
     }
 }

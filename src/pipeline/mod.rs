@@ -1,7 +1,10 @@
 //! Assembly: how the entries of a config become span processors, metric readers and log
 //! processors. Above both
 //! the native exporters ([`crate::exporter`]) and the wasm host ([`crate::wasm`]), which know
-//! nothing of each other or of the configuration as a whole.
+//! nothing of each other or of the configuration as a whole; [`metrics`] counts the data
+//! points of every metric entry.
+
+pub mod metrics;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -15,22 +18,23 @@ use crate::config::{ExporterSpec, LensConfig, SetupFailurePolicy, WasmExporterSp
 use crate::error::{LensError, WasmSetupError};
 use crate::exporter::otlp::{self, OtlpSettings};
 use crate::exporter::{
-    ConsoleLogExporter, ConsoleMetricExporter, ConsoleSpanExporter, MetricExporterKind,
-    NoopLogExporter, NoopSpanExporter, OtlpLogExporter, OtlpMetricExporter, OtlpSpanExporter,
+    ConsoleLogExporter, ConsoleMetricExporter, ConsoleSpanExporter, NoopLogExporter,
+    NoopSpanExporter, OtlpLogExporter, OtlpMetricExporter, OtlpSpanExporter,
 };
 use crate::logs::BatchLogProcessor;
 use crate::rank::RankInfo;
 use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExporterStats};
-use crate::wasm::{HostInputs, WasmSpanExporter};
+use crate::wasm::{HostInputs, WasmLogExporter, WasmMetricExporter, WasmSpanExporter};
+use metrics::{CountedMetricExporter, MetricExporterKind};
 
 /// A wasm exporter that failed at setup: a failure of the guest's own (`init` refusing,
-/// faulting or hanging) disables it when its policy says so, and the rank trains; anything
-/// the config is to blame for fails setup.
+/// faulting or hanging) disables it when its policy says so (`Ok` with the error, logged),
+/// and the rank trains; anything the config is to blame for fails setup.
 fn disable_or_fail(
     spec: &WasmExporterSpec,
     error: LensError,
-    stats: Arc<ExporterStats>,
-) -> Result<(Box<dyn SpanProcessor>, Arc<ExporterStats>), LensError> {
+    items: &str,
+) -> Result<LensError, LensError> {
     let guest_failed = matches!(
         &error,
         LensError::WasmLoad {
@@ -42,11 +46,13 @@ fn disable_or_fail(
         return Err(error);
     }
     log::warn!(
-        "{error}; the exporter is disabled (on_setup_failure = \"disable\"): its spans are counted as dropped"
+        "{error}; the exporter is disabled (on_setup_failure = \"disable\"): its {items} are counted as dropped"
     );
-    let processor = DisabledSpanProcessor::new(stats.clone(), error.to_string());
-    Ok((Box::new(processor), stats))
+    Ok(error)
 }
+
+/// A metric entry's reader, with the statistics of its exporter.
+pub(crate) type MetricReader = PeriodicReader<CountedMetricExporter>;
 
 /// What building exporters needs, shared across the entries of one installation.
 pub(crate) struct BuildContext<'a> {
@@ -103,17 +109,14 @@ impl<'a> BuildContext<'a> {
                 BatchSpanProcessor::new(NoopSpanExporter, batch, stats.clone())
             }
             ExporterSpec::Wasm(w) => {
-                let inputs = HostInputs {
-                    env: self.env,
-                    rank: self.rank.rank,
-                    resource: &self.resource,
-                    cache: &self.config.wasm_cache,
-                };
-                match WasmSpanExporter::build(name, w, &batch, &inputs, stats.clone()) {
+                match WasmSpanExporter::build(name, w, &batch, &self.host_inputs(), stats.clone()) {
                     Ok(exporter) => BatchSpanProcessor::new(exporter, batch, stats.clone()),
                     Err(source) => {
                         let error = crate::wasm::setup_error(name, w, source);
-                        return disable_or_fail(w, error, stats);
+                        let error = disable_or_fail(w, error, "spans")?;
+                        let processor =
+                            DisabledSpanProcessor::new(stats.clone(), error.to_string());
+                        return Ok((Box::new(processor), stats));
                     }
                 }
             }
@@ -121,12 +124,14 @@ impl<'a> BuildContext<'a> {
         Ok((Box::new(processor), stats))
     }
 
-    /// A periodic reader for a metric exporter entry (`None` for `kind = "none"`).
+    /// A periodic reader for a metric exporter entry, with its statistics (no reader for
+    /// `kind = "none"` or a disabled wasm exporter; no statistics for `none`).
     pub(crate) fn metric_reader(
         &self,
         spec: &ExporterSpec,
         name: &str,
-    ) -> Result<Option<PeriodicReader<MetricExporterKind>>, LensError> {
+    ) -> Result<(Option<MetricReader>, Option<Arc<ExporterStats>>), LensError> {
+        let stats = Arc::new(ExporterStats::new(name));
         let exporter = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings = OtlpSettings::resolve(o, &self.config.otlp, "metrics", self.env);
@@ -136,23 +141,39 @@ impl<'a> BuildContext<'a> {
             ExporterSpec::Console(_) => {
                 MetricExporterKind::Console(ConsoleMetricExporter::default())
             }
-            ExporterSpec::None(_) => return Ok(None),
-            // `LensConfig::validate` refuses these before anything is built; this only guards
-            // a caller that skipped it.
-            ExporterSpec::Wasm(_) => {
-                return Err(LensError::Config {
-                    source_name: "<config>".into(),
-                    message: format!("`{name}`: wasm exporters export spans only"),
-                    source: None,
-                });
+            ExporterSpec::None(_) => return Ok((None, None)),
+            ExporterSpec::Wasm(w) => {
+                let batch = spec.batch_config(&self.config.batch);
+                let built =
+                    WasmMetricExporter::build(name, w, &batch, &self.host_inputs(), stats.clone());
+                match built {
+                    Ok(exporter) => MetricExporterKind::Wasm(exporter),
+                    Err(source) => {
+                        let error = crate::wasm::setup_error(name, w, source);
+                        let error = disable_or_fail(w, error, "data points")?;
+                        // Nothing collects for it: its data points are never produced.
+                        stats.record_disabled(error.to_string());
+                        return Ok((None, Some(stats)));
+                    }
+                }
             }
         };
         let interval = Duration::from_millis(self.config.metric_export_interval_ms.max(1));
-        Ok(Some(
-            PeriodicReader::builder(exporter)
-                .with_interval(interval)
-                .build(),
-        ))
+        let exporter = CountedMetricExporter::new(exporter, stats.clone());
+        let reader = PeriodicReader::builder(exporter)
+            .with_interval(interval)
+            .build();
+        Ok((Some(reader), Some(stats)))
+    }
+
+    /// What the wasm host needs from this installation.
+    fn host_inputs(&self) -> HostInputs<'_> {
+        HostInputs {
+            env: self.env,
+            rank: self.rank.rank,
+            resource: &self.resource,
+            cache: &self.config.wasm_cache,
+        }
     }
 
     /// A batch log processor (with its statistics) for a log exporter entry.
@@ -173,13 +194,20 @@ impl<'a> BuildContext<'a> {
                 BatchLogProcessor::new(ConsoleLogExporter::default(), batch, stats.clone())
             }
             ExporterSpec::None(_) => BatchLogProcessor::new(NoopLogExporter, batch, stats.clone()),
-            // `LensConfig::validate` refuses these before anything is built.
-            ExporterSpec::Wasm(_) => {
-                return Err(LensError::Config {
-                    source_name: "<config>".into(),
-                    message: format!("`{name}`: wasm exporters export spans only"),
-                    source: None,
-                });
+            ExporterSpec::Wasm(w) => {
+                match WasmLogExporter::build(name, w, &batch, &self.host_inputs(), stats.clone()) {
+                    Ok(exporter) => BatchLogProcessor::with_flush(
+                        exporter,
+                        WasmLogExporter::force_flush,
+                        batch,
+                        stats.clone(),
+                    ),
+                    Err(source) => {
+                        let error = crate::wasm::setup_error(name, w, source);
+                        let error = disable_or_fail(w, error, "log records")?;
+                        BatchLogProcessor::disabled(stats.clone(), error.to_string())
+                    }
+                }
             }
         };
         Ok((processor, stats))

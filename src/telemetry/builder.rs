@@ -172,6 +172,7 @@ impl TelemetryBuilder {
             logger: logger_provider,
             fanout,
             log_stats,
+            metric_stats,
         } = providers::build(
             &config,
             env.as_ref(),
@@ -186,7 +187,12 @@ impl TelemetryBuilder {
         let self_metrics = match &fanout {
             Some(core) if config.metrics_enabled => {
                 use opentelemetry::metrics::MeterProvider as _;
-                crate::trace::self_metrics::register(&meter_provider.meter("lens"), core.clone())
+                let source = super::handle::stats_source(
+                    core.clone(),
+                    log_stats.clone(),
+                    metric_stats.clone(),
+                );
+                crate::trace::self_metrics::register(&meter_provider.meter("lens"), source)
             }
             _ => Vec::new(),
         };
@@ -218,6 +224,7 @@ impl TelemetryBuilder {
                 meter_provider,
                 logger_provider,
                 log_stats,
+                metric_stats,
                 fanout,
                 rank,
                 exporting,

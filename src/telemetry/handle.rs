@@ -26,6 +26,7 @@ pub(super) struct HandleInner {
     pub(super) logger_provider: SdkLoggerProvider,
     /// One per log exporter, in configuration order.
     pub(super) log_stats: Vec<Arc<ExporterStats>>,
+    pub(super) metric_stats: Vec<Arc<ExporterStats>>,
     pub(super) fanout: Option<Arc<FanOutCore>>,
     pub(super) rank: RankInfo,
     pub(super) exporting: bool,
@@ -148,14 +149,11 @@ impl TelemetryHandle {
     /// Delivery statistics: spans produced, and per span and log exporter exported and
     /// dropped.
     pub fn stats(&self) -> DeliveryStats {
-        let mut stats = self
-            .inner
-            .fanout
-            .as_ref()
-            .map(|f| f.stats())
-            .unwrap_or_default();
-        stats.log_exporters = self.inner.log_stats.iter().map(|s| s.snapshot()).collect();
-        stats
+        delivery_stats(
+            self.inner.fanout.as_deref(),
+            &self.inner.log_stats,
+            &self.inner.metric_stats,
+        )
     }
 
     /// Adds a span processor after setup (the Rust equivalent of the seed's
@@ -240,6 +238,27 @@ impl TelemetryHandle {
     }
 }
 
+/// The statistics of every signal's exporters.
+fn delivery_stats(
+    fanout: Option<&FanOutCore>,
+    logs: &[Arc<ExporterStats>],
+    metrics: &[Arc<ExporterStats>],
+) -> DeliveryStats {
+    let mut stats = fanout.map(|f| f.stats()).unwrap_or_default();
+    stats.log_exporters = logs.iter().map(|s| s.snapshot()).collect();
+    stats.metric_exporters = metrics.iter().map(|s| s.snapshot()).collect();
+    stats
+}
+
+/// What the health metrics read at each collection: [`delivery_stats`] of these.
+pub(super) fn stats_source(
+    fanout: Arc<FanOutCore>,
+    logs: Vec<Arc<ExporterStats>>,
+    metrics: Vec<Arc<ExporterStats>>,
+) -> crate::trace::self_metrics::StatsSource {
+    Arc::new(move || delivery_stats(Some(&fanout), &logs, &metrics))
+}
+
 fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensError> {
     let mut done = inner.shutdown.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(outcome) = done.as_ref() {
@@ -273,6 +292,8 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     }
     let logs: Vec<_> = inner.log_stats.iter().map(|s| s.snapshot()).collect();
     log_stats(inner.rank.rank, "log records", &logs);
+    let metrics: Vec<_> = inner.metric_stats.iter().map(|s| s.snapshot()).collect();
+    log_stats(inner.rank.rank, "data points", &metrics);
     // The process stays set up, as in NeMo Lens: a later enabled setup needs `allow_reinit`.
     let outcome = if errors.is_empty() {
         Ok(())

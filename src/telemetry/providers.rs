@@ -47,6 +47,7 @@ pub(super) struct Providers {
     pub(super) logger: SdkLoggerProvider,
     pub(super) fanout: Option<Arc<FanOutCore>>,
     pub(super) log_stats: Vec<Arc<ExporterStats>>,
+    pub(super) metric_stats: Vec<Arc<ExporterStats>>,
 }
 
 /// Builds the three providers: no-op ones (no processors, no readers, nothing recorded) on a
@@ -64,6 +65,7 @@ pub(super) fn build(
             logger: SdkLoggerProvider::builder().build(),
             fanout: None,
             log_stats: Vec::new(),
+            metric_stats: Vec::new(),
         });
     }
     let ctx = BuildContext::new(config, env, who.rank, who.resource.clone());
@@ -75,7 +77,8 @@ pub(super) fn build(
         injected.span_exporters,
         injected.span_processors,
     )?;
-    let meter = meter_provider(&ctx, config, who.resource, injected.metric_readers)?;
+    let (meter, metric_stats) =
+        meter_provider(&ctx, config, who.resource, injected.metric_readers)?;
     let (logger, log_stats) = logger_provider(&ctx, config, who.resource, injected.log_exporters)?;
     Ok(Providers {
         tracer,
@@ -83,6 +86,7 @@ pub(super) fn build(
         logger,
         fanout,
         log_stats,
+        metric_stats,
     })
 }
 
@@ -123,28 +127,32 @@ fn tracer_provider(
     Ok((builder.build(), Some(core)))
 }
 
-/// The meter provider of an exporting rank: the injected readers, else the config's.
+/// The meter provider of an exporting rank: the injected readers, else the config's (with
+/// the statistics of their exporters).
 fn meter_provider(
     ctx: &BuildContext<'_>,
     config: &LensConfig,
     resource: &Resource,
     metric_readers: Vec<ReaderHook>,
-) -> Result<SdkMeterProvider, LensError> {
+) -> Result<(SdkMeterProvider, Vec<Arc<ExporterStats>>), LensError> {
     let mut builder = SdkMeterProvider::builder().with_resource(resource.clone());
+    let mut all_stats = Vec::new();
     if !config.metrics_enabled {
-        return Ok(builder.build());
+        return Ok((builder.build(), all_stats));
     }
     if metric_readers.is_empty() {
         for spec in config.metric_exporters() {
-            if let Some(reader) = ctx.metric_reader(&spec, &spec.display_name())? {
+            let (reader, stats) = ctx.metric_reader(&spec, &spec.display_name())?;
+            if let Some(reader) = reader {
                 builder = builder.with_reader(reader);
             }
+            all_stats.extend(stats);
         }
     }
     for hook in metric_readers {
         builder = hook(builder);
     }
-    Ok(builder.build())
+    Ok((builder.build(), all_stats))
 }
 
 /// The logger provider of an exporting rank with `logs_enabled`: one batch log processor per

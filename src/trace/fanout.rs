@@ -201,6 +201,7 @@ impl FanOutCore {
                 .map(|s| s.snapshot())
                 .collect(),
             log_exporters: Vec::new(),
+            metric_exporters: Vec::new(),
         }
     }
 

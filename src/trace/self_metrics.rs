@@ -4,21 +4,26 @@
 //! | metric | attributes |
 //! |---|---|
 //! | `lens.spans.produced`, `lens.spans.truncated` | — |
-//! | `lens.exporter.spans` | `exporter`, `outcome` = `exported` / `dropped_queue_full` / `dropped_export_failed` / `dropped_shutdown` / `dropped_disabled` |
-//! | `lens.exporter.disabled` (1 when disabled at setup) | `exporter`, `reason` |
-//! | `lens.exporter.batches` | `exporter`, `outcome` = `ok` / `failed` |
-//! | `lens.exporter.restarts`, `lens.exporter.guest_errors` | `exporter` |
-//! | `lens.exporter.traps` | `exporter`, `kind` |
-//! | `lens.exporter.memory.peak` (bytes) | `exporter` |
-//! | `lens.exporter.latency` (seconds) | `exporter`, `quantile` = `0.5` / `0.99` |
+//! | `lens.exporter.spans`, `lens.exporter.log_records`, `lens.exporter.data_points` | `exporter`, `signal`, `outcome` = `exported` / `dropped_queue_full` / `dropped_export_failed` / `dropped_shutdown` / `dropped_disabled` / `dropped_rejected` |
+//! | `lens.exporter.disabled` (1 when disabled at setup) | `exporter`, `signal`, `reason` |
+//! | `lens.exporter.batches` | `exporter`, `signal`, `outcome` = `ok` / `failed` |
+//! | `lens.exporter.retries` | `exporter`, `signal`, `outcome` = `retried` / `exhausted` |
+//! | `lens.exporter.restarts`, `lens.exporter.guest_errors` | `exporter`, `signal` |
+//! | `lens.exporter.traps` | `exporter`, `signal`, `kind` |
+//! | `lens.exporter.memory.peak` (bytes) | `exporter`, `signal` |
+//! | `lens.exporter.latency` (seconds) | `exporter`, `signal`, `quantile` = `0.5` / `0.99` |
+//!
+//! Every exporter of every signal is observed: `signal` is `traces`, `metrics` or `logs`.
 
 use std::sync::Arc;
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{AsyncInstrument, Meter};
 
-use super::fanout::FanOutCore;
 use crate::batch::{DeliveryStats, ExporterSnapshot};
+
+/// Where the instruments read the installation's statistics at each collection.
+pub(crate) type StatsSource = Arc<dyn Fn() -> DeliveryStats + Send + Sync>;
 
 /// Reports one value with extra attributes (the exporter attribute is added).
 type Observe<'a> = &'a dyn Fn(u64, Vec<KeyValue>);
@@ -26,12 +31,24 @@ type Observe<'a> = &'a dyn Fn(u64, Vec<KeyValue>);
 /// Keeps the registered instruments alive.
 pub(crate) type Instruments = Vec<Box<dyn std::any::Any + Send + Sync>>;
 
-fn exporter(e: &ExporterSnapshot) -> KeyValue {
-    KeyValue::new("exporter", e.name.clone())
+/// The attributes naming an exporter: its name and signal.
+fn exporter(signal: &'static str, e: &ExporterSnapshot) -> [KeyValue; 2] {
+    [
+        KeyValue::new("exporter", e.name.clone()),
+        KeyValue::new("signal", signal),
+    ]
+}
+
+/// Every exporter of every signal, with its signal.
+fn each(stats: &DeliveryStats) -> impl Iterator<Item = (&'static str, &ExporterSnapshot)> {
+    let traces = stats.exporters.iter().map(|e| ("traces", e));
+    let metrics = stats.metric_exporters.iter().map(|e| ("metrics", e));
+    let logs = stats.log_exporters.iter().map(|e| ("logs", e));
+    traces.chain(metrics).chain(logs)
 }
 
 /// Registers the instruments on `meter`.
-pub(crate) fn register(meter: &Meter, core: Arc<FanOutCore>) -> Instruments {
+pub(crate) fn register(meter: &Meter, core: StatsSource) -> Instruments {
     let mut keep = rank_counters(meter, &core);
     keep.extend(exporter_counters(meter, &core));
     keep.extend(exporter_gauges(meter, core));
@@ -39,7 +56,7 @@ pub(crate) fn register(meter: &Meter, core: Arc<FanOutCore>) -> Instruments {
 }
 
 /// `lens.spans.produced` and `lens.spans.truncated`.
-fn rank_counters(meter: &Meter, core: &Arc<FanOutCore>) -> Instruments {
+fn rank_counters(meter: &Meter, core: &StatsSource) -> Instruments {
     let counter = |name: &'static str, description: &'static str, f: fn(&DeliveryStats) -> u64| {
         let c = core.clone();
         Box::new(
@@ -47,7 +64,7 @@ fn rank_counters(meter: &Meter, core: &Arc<FanOutCore>) -> Instruments {
                 .u64_observable_counter(name)
                 .with_description(description)
                 .with_unit("{span}")
-                .with_callback(move |o| o.observe(f(&c.stats()), &[]))
+                .with_callback(move |o| o.observe(f(&c()), &[]))
                 .build(),
         ) as Box<dyn std::any::Any + Send + Sync>
     };
@@ -64,11 +81,12 @@ fn rank_counters(meter: &Meter, core: &Arc<FanOutCore>) -> Instruments {
 }
 
 /// The per-exporter counters, each observed once per exporter (plus its own attributes).
-fn exporter_counters(meter: &Meter, core: &Arc<FanOutCore>) -> Instruments {
-    let per_exporter = |name: &'static str,
-                        description: &'static str,
-                        unit: &'static str,
-                        f: fn(&ExporterSnapshot, Observe<'_>)| {
+fn exporter_counters(meter: &Meter, core: &StatsSource) -> Instruments {
+    let counter = |name: &'static str,
+                   description: &'static str,
+                   unit: &'static str,
+                   only: Option<&'static str>,
+                   f: fn(&ExporterSnapshot, Observe<'_>)| {
         let c = core.clone();
         Box::new(
             meter
@@ -76,31 +94,63 @@ fn exporter_counters(meter: &Meter, core: &Arc<FanOutCore>) -> Instruments {
                 .with_description(description)
                 .with_unit(unit)
                 .with_callback(move |o: &dyn AsyncInstrument<u64>| {
-                    for e in c.stats().exporters {
-                        f(&e, &|value, mut attrs| {
-                            attrs.insert(0, exporter(&e));
-                            o.observe(value, &attrs)
+                    let stats = c();
+                    for (signal, e) in each(&stats).filter(|(s, _)| only.is_none_or(|o| o == *s)) {
+                        f(e, &|value, attrs| {
+                            let mut all = exporter(signal, e).to_vec();
+                            all.extend(attrs);
+                            o.observe(value, &all)
                         });
                     }
                 })
                 .build(),
         ) as Box<dyn std::any::Any + Send + Sync>
     };
+    let per_exporter = |name, description, unit, f| counter(name, description, unit, None, f);
+    let items = |e: &ExporterSnapshot, obs: Observe<'_>| {
+        for (outcome, v) in [
+            ("exported", e.exported),
+            ("dropped_queue_full", e.dropped_queue_full),
+            ("dropped_export_failed", e.dropped_export_failed),
+            ("dropped_shutdown", e.dropped_shutdown),
+            ("dropped_disabled", e.dropped_disabled),
+            ("dropped_rejected", e.dropped_rejected),
+        ] {
+            obs(v, vec![KeyValue::new("outcome", outcome)]);
+        }
+    };
     vec![
-        per_exporter(
+        counter(
             "lens.exporter.spans",
             "Spans per exporter by outcome",
             "{span}",
+            Some("traces"),
+            items,
+        ),
+        counter(
+            "lens.exporter.data_points",
+            "Metric data points per exporter by outcome",
+            "{data_point}",
+            Some("metrics"),
+            items,
+        ),
+        counter(
+            "lens.exporter.log_records",
+            "Log records per exporter by outcome",
+            "{log_record}",
+            Some("logs"),
+            items,
+        ),
+        per_exporter(
+            "lens.exporter.retries",
+            "Export attempts repeated after a retryable failure, and batches given up",
+            "{attempt}",
             |e, obs| {
-                for (outcome, v) in [
-                    ("exported", e.exported),
-                    ("dropped_queue_full", e.dropped_queue_full),
-                    ("dropped_export_failed", e.dropped_export_failed),
-                    ("dropped_shutdown", e.dropped_shutdown),
-                    ("dropped_disabled", e.dropped_disabled),
-                ] {
-                    obs(v, vec![KeyValue::new("outcome", outcome)]);
-                }
+                obs(e.retries, vec![KeyValue::new("outcome", "retried")]);
+                obs(
+                    e.retries_exhausted,
+                    vec![KeyValue::new("outcome", "exhausted")],
+                );
             },
         ),
         per_exporter(
@@ -138,7 +188,7 @@ fn exporter_counters(meter: &Meter, core: &Arc<FanOutCore>) -> Instruments {
 }
 
 /// `lens.exporter.memory.peak`, `lens.exporter.latency` and `lens.exporter.disabled`.
-fn exporter_gauges(meter: &Meter, core: Arc<FanOutCore>) -> Instruments {
+fn exporter_gauges(meter: &Meter, core: StatsSource) -> Instruments {
     let c = core.clone();
     let c2 = core.clone();
     let memory = meter
@@ -146,8 +196,8 @@ fn exporter_gauges(meter: &Meter, core: Arc<FanOutCore>) -> Instruments {
         .with_description("Peak linear memory of a sandboxed exporter instance")
         .with_unit("By")
         .with_callback(move |o| {
-            for e in c.stats().exporters {
-                o.observe(e.peak_memory_bytes, &[exporter(&e)]);
+            for (signal, e) in each(&c()) {
+                o.observe(e.peak_memory_bytes, &exporter(signal, e));
             }
         })
         .build();
@@ -156,11 +206,12 @@ fn exporter_gauges(meter: &Meter, core: Arc<FanOutCore>) -> Instruments {
         .with_description("Export call latency quantiles (log2 bucket upper bounds)")
         .with_unit("s")
         .with_callback(move |o| {
-            for e in core.stats().exporters {
+            for (signal, e) in each(&core()) {
                 for (q, value) in [("0.5", e.latency_p50), ("0.99", e.latency_p99)] {
+                    let [name, signal] = exporter(signal, e);
                     o.observe(
                         value.as_secs_f64(),
-                        &[exporter(&e), KeyValue::new("quantile", q)],
+                        &[name, signal, KeyValue::new("quantile", q)],
                     );
                 }
             }
@@ -170,9 +221,10 @@ fn exporter_gauges(meter: &Meter, core: Arc<FanOutCore>) -> Instruments {
         .u64_observable_gauge("lens.exporter.disabled")
         .with_description("1 for an exporter disabled at setup, with the reason")
         .with_callback(move |o| {
-            for e in c2.stats().exporters {
+            for (signal, e) in each(&c2()) {
                 if let Some(reason) = &e.disabled {
-                    o.observe(1, &[exporter(&e), KeyValue::new("reason", reason.clone())]);
+                    let [name, signal] = exporter(signal, e);
+                    o.observe(1, &[name, signal, KeyValue::new("reason", reason.clone())]);
                 }
             }
         })

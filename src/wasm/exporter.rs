@@ -1,9 +1,12 @@
-//! [`WasmSpanExporter`]: a component behind the batch processor, as one or more lanes.
+//! [`Lanes`]: the instances of one component serving one signal, behind the signal's
+//! exporter (`span_exporter`, `metric_exporter`, `log_exporter`).
 //!
 //! Each lane holds one instance (the `instance` module) and its fault history (the `backoff`
 //! module). An export takes a free lane that is not backing off; after a fault (trap, deadline,
 //! lost worker) the lane's instance is discarded and the next batch gets a fresh one from the
-//! factory. Repeated faults back off, counting spans as dropped rather than queueing them.
+//! factory. Repeated faults back off, counting items as dropped rather than queueing them. A
+//! batch the guest calls `retryable` is sent again on the same lane on the schedule of the
+//! `retry` module, within the export deadline.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
@@ -11,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
-use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 
 use super::backoff::Backoff;
-use super::instance::{Fault, InstanceFactory, Job, Outcome, StartError, Worker};
+use super::instance::{Fault, InstanceFactory, Job, Outcome, Payload, StartError, Worker};
+use super::interface::Preferences;
+use super::retry::RetrySchedule;
 use crate::encoding::encoding_name;
 use crate::error::FaultKind;
 
@@ -29,31 +33,31 @@ struct Lane {
     shut_down: bool,
 }
 
-/// A span exporter running a sandboxed WebAssembly component: one instance per lane, as
-/// many lanes as the batch processor's `max_concurrent_exports`. Each lane has its own
-/// instance, worker thread, fault count and backoff; an export takes a free lane.
-pub struct WasmSpanExporter {
+/// The instances of a component serving one signal: one per lane, as many lanes as the
+/// processor's `max_concurrent_exports`. Each lane has its own instance, worker thread, fault
+/// count and backoff; an export takes a free lane.
+pub(crate) struct Lanes {
     factory: Arc<InstanceFactory>,
     lanes: Box<[Mutex<Lane>]>,
     /// Where the next export starts looking for a free lane.
     next: AtomicUsize,
-}
-
-impl std::fmt::Debug for WasmSpanExporter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WasmSpanExporter")
-            .field("name", &self.factory.name)
-            .finish()
-    }
+    /// The deadline of one export, retries included.
+    export_timeout: Duration,
 }
 
 fn lock(lane: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
     lane.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl WasmSpanExporter {
-    /// An exporter with `lanes` instances (at least one), none started yet.
-    pub(crate) fn new(factory: InstanceFactory, resource: Resource, lanes: usize) -> Self {
+impl Lanes {
+    /// `lanes` instances (at least one), none started yet; an export and its retries end
+    /// within `export_timeout`.
+    pub(crate) fn new(
+        factory: InstanceFactory,
+        resource: Resource,
+        lanes: usize,
+        export_timeout: Duration,
+    ) -> Self {
         let lane = |instance| {
             Mutex::new(Lane {
                 instance,
@@ -68,18 +72,28 @@ impl WasmSpanExporter {
             factory: Arc::new(factory),
             lanes: (0..lanes.max(1)).map(lane).collect(),
             next: AtomicUsize::new(0),
+            export_timeout,
         }
+    }
+
+    /// The exporter's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.factory.name
+    }
+
+    /// What the last instance started asked for in `init`.
+    pub(crate) fn preferences(&self) -> Option<Preferences> {
+        *self
+            .factory
+            .preferences
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// The batch encoding the guest asked for (`typed`, `otlp-protobuf` or `otlp-json`), once
     /// started.
-    pub fn encoding(&self) -> Option<&'static str> {
-        let e = *self
-            .factory
-            .encoding
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        e.map(encoding_name)
+    pub(crate) fn encoding(&self) -> Option<&'static str> {
+        self.preferences().map(|p| encoding_name(p.encoding))
     }
 
     /// A free lane that is not backing off after faults, if there is one (looking from the
@@ -127,6 +141,10 @@ impl WasmSpanExporter {
                             detail: format!("init: {msg}"),
                         },
                         StartError::Fault(f) => f,
+                        StartError::Mismatch(detail) => Fault {
+                            kind: FaultKind::HostError,
+                            detail,
+                        },
                     })?;
             if lane.started_once {
                 self.factory.stats.record_restart();
@@ -151,21 +169,27 @@ impl WasmSpanExporter {
         error
     }
 
-    /// Runs one job on the lane's instance, bounded by the call deadline.
-    fn call(&self, lane: &mut Lane, job: Job) -> OTelSdkResult {
-        if let Some(left) = lane.backoff.remaining(Instant::now()) {
-            return Err(OTelSdkError::InternalFailure(format!(
+    /// An error while the lane backs off after faults: its batches fail fast.
+    fn check_backoff(&self, lane: &Lane) -> OTelSdkResult {
+        match lane.backoff.remaining(Instant::now()) {
+            Some(left) => Err(OTelSdkError::InternalFailure(format!(
                 "wasm exporter `{}`: backing off for {left:?} after {} consecutive faults",
                 self.factory.name,
                 lane.backoff.consecutive()
-            )));
+            ))),
+            None => Ok(()),
         }
+    }
+
+    /// Runs one job on the lane's instance, bounded by the call deadline: a guest error or a
+    /// fault is an `Err`; any other outcome is the caller's to handle.
+    fn call_outcome(&self, lane: &mut Lane, job: Job) -> Result<Outcome, OTelSdkError> {
+        self.check_backoff(lane)?;
         let outcome = match self.ensure_worker(lane) {
             Ok(worker) => worker.call(job),
             Err(fault) => Outcome::Fault(fault),
         };
         match outcome {
-            Outcome::Ok => Ok(()),
             Outcome::GuestError(msg) => {
                 self.factory.stats.record_guest_error();
                 Err(OTelSdkError::InternalFailure(format!(
@@ -174,20 +198,76 @@ impl WasmSpanExporter {
                 )))
             }
             Outcome::Fault(fault) => Err(self.fault(lane, fault)),
+            other => Ok(other),
         }
     }
-}
 
-impl SpanExporter for WasmSpanExporter {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+    /// Runs a job whose only success is `ok` (flush, shutdown).
+    fn call(&self, lane: &mut Lane, job: Job) -> OTelSdkResult {
+        self.call_outcome(lane, job).map(|_| ())
+    }
+
+    /// Exports the batch `make` encodes for the lane's instance (from what it asked for in
+    /// `init`, and the resource), sending it again while the guest calls it retryable and the
+    /// export deadline allows.
+    pub(crate) fn export(
+        &self,
+        make: impl FnOnce(&Preferences, &Resource) -> Payload,
+    ) -> OTelSdkResult {
         let mut lane = self.acquire();
         if lane.shut_down {
             return Err(OTelSdkError::AlreadyShutdown);
         }
-        self.call(&mut lane, Job::Export(batch))
+        self.check_backoff(&lane)?;
+        let preferences = match self.ensure_worker(&mut lane) {
+            Ok(worker) => worker.preferences,
+            Err(fault) => return Err(self.fault(&mut lane, fault)),
+        };
+        let mut payload = make(&preferences, &lane.resource);
+        let mut schedule = RetrySchedule::new(Instant::now(), self.export_timeout);
+        loop {
+            let (message, delay, back) = match self.call_outcome(&mut lane, Job::Export(payload)) {
+                Err(e) => return Err(e),
+                Ok(Outcome::Retryable {
+                    message,
+                    delay,
+                    payload,
+                }) => (message, delay, payload),
+                Ok(Outcome::Partial { rejected, message }) => {
+                    self.factory.stats.record_rejected(rejected);
+                    log::warn!(
+                        "wasm exporter `{}`: {rejected} of the batch rejected: {message}",
+                        self.factory.name
+                    );
+                    return Ok(());
+                }
+                Ok(_) => return Ok(()),
+            };
+            match schedule.next(Instant::now(), delay, rand::random()) {
+                Some(wait) => {
+                    self.factory.stats.record_retry();
+                    log::debug!(
+                        "wasm exporter `{}`: retryable ({message}); attempt {} in {wait:?}",
+                        self.factory.name,
+                        schedule.attempts()
+                    );
+                    std::thread::sleep(wait);
+                    payload = back;
+                }
+                None => {
+                    self.factory.stats.record_retries_exhausted();
+                    return Err(OTelSdkError::InternalFailure(format!(
+                        "wasm exporter `{}`: export failed after {} attempts: {message}",
+                        self.factory.name,
+                        schedule.attempts()
+                    )));
+                }
+            }
+        }
     }
 
-    fn force_flush(&self) -> OTelSdkResult {
+    /// Flushes every started instance.
+    pub(crate) fn force_flush(&self) -> OTelSdkResult {
         let mut result = Ok(());
         for lane in &self.lanes {
             let mut lane = lock(lane);
@@ -199,7 +279,8 @@ impl SpanExporter for WasmSpanExporter {
         result
     }
 
-    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+    /// Shuts every started instance down (even one backing off) and ends its worker.
+    pub(crate) fn shutdown(&self) -> OTelSdkResult {
         let mut result = Ok(());
         for lane in &self.lanes {
             let mut lane = lock(lane);
@@ -216,7 +297,9 @@ impl SpanExporter for WasmSpanExporter {
         result
     }
 
-    fn set_resource(&mut self, resource: &Resource) {
+    /// Hands the instances `resource`: a lane whose resource changes starts a fresh instance
+    /// with it at its next batch.
+    pub(crate) fn set_resource(&mut self, resource: &Resource) {
         for lane in self.lanes.iter_mut() {
             let lane = lane.get_mut().unwrap_or_else(|p| p.into_inner());
             if lane.resource != *resource {

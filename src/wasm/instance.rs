@@ -18,18 +18,17 @@ use std::future::Future;
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
-use wasmtime::component::{Func, Instance};
+use wasmtime::component::InstancePre;
 use wasmtime::{Engine, Store};
 
 use super::engine::{EPOCH_TICK, ticks};
 use super::guest_output::shown;
-use super::load::EXPORT_NAME;
+use super::interface::{GuestFuncs, GuestInterface, Preferences};
 use super::sandbox::{Grants, HostState, MemoryLimitExceeded};
 use crate::batch::ExporterStats;
-use crate::bindings::exports::lens::exporter::span_exporter::Guest;
-use crate::bindings::types::{Batch, Encoding};
-use crate::bindings::{Exporter, ExporterPre};
-use crate::encoding::typed::TypedBatchRef;
+use crate::bindings::log_types::LogBatch;
+use crate::bindings::metric_types::MetricBatch;
+use crate::bindings::types::{Batch, ExportError};
 use crate::encoding::typed::owned::resource as wit_resource;
 use crate::encoding::{BatchEncoder, EncodedBatch};
 use crate::error::FaultKind;
@@ -70,15 +69,44 @@ impl Fault {
 #[derive(Debug)]
 pub(crate) enum Outcome {
     Ok,
-    /// The guest returned `err`: a failed call, the instance stays.
+    /// The guest returned `err` (or `rejected`): a failed call, the instance stays.
     GuestError(String),
+    /// The guest asked for the batch again later (`retryable`), which it hands back.
+    Retryable {
+        message: String,
+        delay: Option<Duration>,
+        payload: Payload,
+    },
+    /// The guest refused `rejected` items and accepted the rest.
+    Partial {
+        rejected: u64,
+        message: String,
+    },
     /// A trap or host-side failure: the instance is gone.
     Fault(Fault),
 }
 
+/// One batch for a guest: spans are encoded on the worker (borrowed from the spans while the
+/// call lasts); metrics and logs arrive encoded, since the SDK only lends them.
+pub(crate) enum Payload {
+    Spans(Vec<SpanData>),
+    Metrics(MetricBatch),
+    Logs(LogBatch),
+}
+
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Payload::Spans(_) => "spans",
+            Payload::Metrics(_) => "metrics",
+            Payload::Logs(_) => "log records",
+        })
+    }
+}
+
 /// What a worker is asked to do.
 pub(crate) enum Job {
-    Export(Vec<SpanData>),
+    Export(Payload),
     Flush,
     Shutdown,
 }
@@ -101,6 +129,8 @@ pub(crate) enum StartError {
     Refused(String),
     /// It faulted (or did not answer) before it was ready.
     Fault(Fault),
+    /// Its interface does not have this host's types.
+    Mismatch(String),
 }
 
 /// Everything needed to start instances of one exporter: the pre-linked component, the
@@ -108,20 +138,24 @@ pub(crate) enum StartError {
 pub(crate) struct InstanceFactory {
     pub name: Arc<str>,
     pub engine: Engine,
-    pub pre: ExporterPre<HostState>,
+    pub pre: InstancePre<HostState>,
+    /// The interface the instances serve.
+    pub interface: GuestInterface,
     pub grants: Grants,
     pub settings: Vec<(String, String)>,
     pub call_timeout: Duration,
     pub fuel: Option<u64>,
     pub stats: Arc<ExporterStats>,
-    /// The encoding the last instance asked for in `init`.
-    pub encoding: Mutex<Option<Encoding>>,
+    /// What the last instance asked for in `init`.
+    pub preferences: Mutex<Option<Preferences>>,
 }
 
 /// A started instance: the sender of its worker's jobs. Dropping it ends the worker.
 pub(crate) struct Worker {
     jobs: Sender<(Job, Sender<Outcome>)>,
     call_timeout: Duration,
+    /// What this instance asked for in `init`.
+    pub preferences: Preferences,
 }
 
 impl Worker {
@@ -148,12 +182,10 @@ impl Worker {
     }
 }
 
-/// An instantiated guest: its store, bindings and the raw `export` function (for calls
-/// lowered from borrowed spans).
+/// An instantiated guest: its store and the functions of its interface.
 struct Live {
     store: Store<HostState>,
-    bindings: Exporter,
-    export: Func,
+    funcs: GuestFuncs,
 }
 
 /// What stopped a guest, from wasmtime's error.
@@ -172,19 +204,6 @@ pub(crate) fn fault_kind(e: &wasmtime::Error) -> FaultKind {
     }
 }
 
-/// The guest's `export` function, for calls lowered from borrowed spans.
-fn export_func(instance: &Instance, store: &mut Store<HostState>) -> wasmtime::Result<Func> {
-    let interface = instance
-        .get_export_index(&mut *store, None, EXPORT_NAME)
-        .ok_or_else(|| wasmtime::format_err!("no `{EXPORT_NAME}` export"))?;
-    let func = instance
-        .get_export_index(&mut *store, Some(&interface), "export")
-        .ok_or_else(|| wasmtime::format_err!("no `export` function in `{EXPORT_NAME}`"))?;
-    instance
-        .get_func(&mut *store, func)
-        .ok_or_else(|| wasmtime::format_err!("`export` of `{EXPORT_NAME}` is not a function"))
-}
-
 impl InstanceFactory {
     /// Starts instance number `number` on a new worker thread, for spans carrying `resource`;
     /// returns once it is instantiated and initialised, or at the call deadline.
@@ -193,7 +212,7 @@ impl InstanceFactory {
         resource: &Resource,
         number: usize,
     ) -> Result<Worker, StartError> {
-        let (ready_tx, ready_rx) = bounded(1);
+        let (ready_tx, ready_rx) = bounded::<Result<Preferences, StartError>>(1);
         let (jobs_tx, jobs_rx) = unbounded();
         let factory = self.clone();
         let resource = resource.clone();
@@ -208,9 +227,10 @@ impl InstanceFactory {
             })?;
         // Instantiation and `init` each have the call deadline.
         match ready_rx.recv_timeout(2 * (self.call_timeout + TIMEOUT_SLACK) + GRACE) {
-            Ok(Ok(())) => Ok(Worker {
+            Ok(Ok(preferences)) => Ok(Worker {
                 jobs: jobs_tx,
                 call_timeout: self.call_timeout,
+                preferences,
             }),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(StartError::Fault(Fault::new(
@@ -226,7 +246,7 @@ impl InstanceFactory {
         self: Arc<Self>,
         resource: &Resource,
         number: usize,
-        ready: Sender<Result<(), StartError>>,
+        ready: Sender<Result<Preferences, StartError>>,
         jobs: Receiver<(Job, Sender<Outcome>)>,
     ) {
         // Nothing the guest does on this thread is traced by Lens itself.
@@ -243,18 +263,19 @@ impl InstanceFactory {
                 return;
             }
         };
-        let (live, encoding) = match self.instantiate(&rt, resource, number) {
+        let (live, preferences) = match self.instantiate(&rt, resource, number) {
             Ok(started) => started,
             Err(e) => {
                 let _ = ready.send(Err(e));
                 return;
             }
         };
-        *self.encoding.lock().unwrap_or_else(|p| p.into_inner()) = Some(encoding);
-        if ready.send(Ok(())).is_err() {
+        *self.preferences.lock().unwrap_or_else(|p| p.into_inner()) = Some(preferences);
+        if ready.send(Ok(preferences)).is_err() {
             return; // the host gave up waiting
         }
-        self.serve(&rt, live, &BatchEncoder::new(encoding, resource), jobs);
+        let encoder = BatchEncoder::new(preferences.encoding, resource);
+        self.serve(&rt, live, &encoder, jobs);
     }
 
     /// Runs `call` on `rt` within the call deadline; a call still running then is dropped (and
@@ -287,7 +308,7 @@ impl InstanceFactory {
         rt: &tokio::runtime::Runtime,
         resource: &Resource,
         number: usize,
-    ) -> Result<(Live, Encoding), StartError> {
+    ) -> Result<(Live, Preferences), StartError> {
         let mut store = Store::new(
             &self.engine,
             HostState::new(&self.grants)
@@ -297,33 +318,20 @@ impl InstanceFactory {
         store.epoch_deadline_trap();
         let instantiated = self.bounded(rt, "instantiation", async {
             self.arm(&mut store)?;
-            let instance = self
-                .pre
-                .instance_pre()
-                .instantiate_async(&mut store)
-                .await?;
-            let bindings = Exporter::new(&mut store, &instance)?;
-            let export = export_func(&instance, &mut store)?;
-            Ok((bindings, export))
+            self.pre.instantiate_async(&mut store).await
         });
-        let (bindings, export) = instantiated.map_err(StartError::Fault)?;
+        let instance = instantiated.map_err(StartError::Fault)?;
+        let funcs = GuestFuncs::lookup(&instance, &mut store, self.interface)
+            .map_err(|e| StartError::Mismatch(format!("{e:#}")))?;
         let init = self.bounded(rt, "init", async {
             self.arm(&mut store)?;
-            bindings
-                .lens_exporter_span_exporter()
-                .call_init(&mut store, &self.settings(number), &wit_resource(resource))
+            funcs
+                .init(&mut store, &self.settings(number), &wit_resource(resource))
                 .await
         });
         self.record_memory(&store);
         match init {
-            Ok(Ok(encoding)) => Ok((
-                Live {
-                    store,
-                    bindings,
-                    export,
-                },
-                encoding,
-            )),
+            Ok(Ok(preferences)) => Ok((Live { store, funcs }, preferences)),
             Ok(Err(msg)) => Err(StartError::Refused(shown(msg, MAX_GUEST_ERROR))),
             Err(fault) => Err(StartError::Fault(fault)),
         }
@@ -338,28 +346,46 @@ impl InstanceFactory {
         encoder: &BatchEncoder,
         jobs: Receiver<(Job, Sender<Outcome>)>,
     ) {
-        let Live {
-            mut store,
-            bindings,
-            export,
-        } = live;
-        let guest = bindings.lens_exporter_span_exporter();
+        let Live { mut store, funcs } = live;
         for (job, reply) in jobs {
             let what = job.call_name();
+            let mut payload = None;
             let result = self.bounded(rt, what, async {
                 self.arm(&mut store)?;
                 match job {
                     Job::Export(batch) => {
-                        Self::export(&mut store, export, guest, encoder, &batch).await
+                        let r = Self::export(&mut store, &funcs, encoder, &batch).await;
+                        payload = Some(batch);
+                        r
                     }
-                    Job::Flush => guest.call_force_flush(&mut store).await,
-                    Job::Shutdown => guest.call_shutdown(&mut store).await,
+                    Job::Flush => funcs
+                        .flush_or_shutdown(&mut store, false)
+                        .await
+                        .map(|r| r.map_err(ExportError::Rejected)),
+                    Job::Shutdown => funcs
+                        .flush_or_shutdown(&mut store, true)
+                        .await
+                        .map(|r| r.map_err(ExportError::Rejected)),
                 }
             });
             self.record_memory(&store);
             let outcome = match result {
                 Ok(Ok(())) => Outcome::Ok,
-                Ok(Err(msg)) => Outcome::GuestError(shown(msg, MAX_GUEST_ERROR)),
+                Ok(Err(ExportError::Rejected(msg))) => {
+                    Outcome::GuestError(shown(msg, MAX_GUEST_ERROR))
+                }
+                Ok(Err(ExportError::Retryable(hint))) => match payload.take() {
+                    Some(payload) => Outcome::Retryable {
+                        message: shown(hint.message, MAX_GUEST_ERROR),
+                        delay: hint.delay_ms.map(Duration::from_millis),
+                        payload,
+                    },
+                    None => Outcome::GuestError(shown(hint.message, MAX_GUEST_ERROR)),
+                },
+                Ok(Err(ExportError::Partial(p))) => Outcome::Partial {
+                    rejected: p.rejected,
+                    message: shown(p.message, MAX_GUEST_ERROR),
+                },
                 Err(fault) => Outcome::Fault(fault),
             };
             let fault = matches!(outcome, Outcome::Fault(_));
@@ -374,23 +400,22 @@ impl InstanceFactory {
 
     async fn export(
         store: &mut Store<HostState>,
-        export: Func,
-        guest: &Guest,
+        funcs: &GuestFuncs,
         encoder: &BatchEncoder,
-        batch: &[SpanData],
-    ) -> wasmtime::Result<Result<(), String>> {
-        match encoder.encode(batch) {
-            EncodedBatch::Typed(typed) => {
-                let f = export.typed::<(&TypedBatchRef<'_>,), (Result<(), String>,)>(&*store)?;
-                f.call_async(&mut *store, (&typed,)).await.map(|(r,)| r)
-            }
-            EncodedBatch::TypedOwned(groups) => {
-                guest.call_export(store, &Batch::Typed(groups)).await
-            }
+        payload: &Payload,
+    ) -> wasmtime::Result<Result<(), ExportError>> {
+        let spans = match payload {
+            Payload::Spans(spans) => spans,
+            Payload::Metrics(batch) => return funcs.export(store, batch).await,
+            Payload::Logs(batch) => return funcs.export(store, batch).await,
+        };
+        match encoder.encode(spans) {
+            EncodedBatch::Typed(typed) => funcs.export(store, &typed).await,
+            EncodedBatch::TypedOwned(groups) => funcs.export(store, &Batch::Typed(groups)).await,
             EncodedBatch::OtlpProtobuf(bytes) => {
-                guest.call_export(store, &Batch::OtlpProtobuf(bytes)).await
+                funcs.export(store, &Batch::OtlpProtobuf(bytes)).await
             }
-            EncodedBatch::OtlpJson(text) => guest.call_export(store, &Batch::OtlpJson(text)).await,
+            EncodedBatch::OtlpJson(text) => funcs.export(store, &Batch::OtlpJson(text)).await,
         }
     }
 

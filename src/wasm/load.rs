@@ -6,29 +6,19 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::{Component, InstancePre, Linker};
 
 use super::cache::ArtifactCache;
+use super::interface::{GuestInterface, Signal, WIT_VERSION};
 use super::sandbox::HostState;
-use crate::bindings::ExporterPre;
 use crate::error::LoadError;
 
-/// The version of `wit/exporter.wit` this host implements.
-macro_rules! wit_version {
-    () => {
-        "0.2.0"
-    };
-}
-
-/// The interface every exporter must export.
-pub const EXPORT_NAME: &str = concat!("lens:exporter/span-exporter@", wit_version!());
-/// The world exporters target, as `lens check` reports it.
-pub const WORLD_NAME: &str = concat!("lens:exporter/exporter@", wit_version!());
-
 /// Interface packages the host provides (WASI 0.2 and `wasi:http`; grants decide what works),
-/// and the exporter's own types interface (types only: nothing to provide).
-const PROVIDED: [&str; 8] = [
+/// and the exporter's own types interfaces (types only: nothing to provide).
+const PROVIDED: [&str; 10] = [
     "lens:exporter/types@",
+    "lens:exporter/metric-types@",
+    "lens:exporter/log-types@",
     "wasi:io/",
     "wasi:clocks/",
     "wasi:random/",
@@ -41,7 +31,11 @@ const PROVIDED: [&str; 8] = [
 /// A validated, compiled and linked component, ready to instantiate.
 pub struct LoadedComponent {
     /// Pre-linked instance factory: every restart instantiates from it.
-    pub(crate) pre: ExporterPre<HostState>,
+    pub(crate) pre: InstancePre<HostState>,
+    /// The exporter interfaces it exports (at least one).
+    pub interfaces: Vec<GuestInterface>,
+    /// Everything it exports, by name.
+    pub exports: Vec<String>,
     /// The file.
     pub path: PathBuf,
     /// SHA-256 of the file, hex.
@@ -138,9 +132,20 @@ pub fn load(
         .imports(engine)
         .map(|(name, _)| name.to_string())
         .collect();
+    let exports: Vec<String> = component
+        .component_type()
+        .exports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    let interfaces = GuestInterface::detect(&exports);
+    if interfaces.is_empty() {
+        return Err(missing_export(exports));
+    }
     let pre = link(&component, engine, &imports)?;
     Ok(LoadedComponent {
         pre,
+        interfaces,
+        exports,
         path: path.to_path_buf(),
         sha256,
         size: meta.len() as usize,
@@ -188,18 +193,18 @@ fn compile(
     Ok((component, sha256))
 }
 
-/// Links `component` against WASI 0.2 and `wasi:http`, and finds the exporter interface.
+/// Links `component` against WASI 0.2 and `wasi:http`.
 fn link(
     component: &Component,
     engine: &Engine,
     imports: &[String],
-) -> Result<ExporterPre<HostState>, LoadError> {
+) -> Result<InstancePre<HostState>, LoadError> {
     let host_error = |e: wasmtime::Error| LoadError::Link { source: e.into() };
     let mut linker: Linker<HostState> = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(host_error)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(host_error)?;
     super::quota::add_to_linker(&mut linker).map_err(host_error)?;
-    let instance_pre = linker.instantiate_pre(component).map_err(|e| {
+    linker.instantiate_pre(component).map_err(|e| {
         let unknown: Vec<String> = imports
             .iter()
             .filter(|i| !PROVIDED.iter().any(|p| i.starts_with(p)))
@@ -210,14 +215,6 @@ fn link(
         } else {
             LoadError::UnknownImports { imports: unknown }
         }
-    })?;
-    ExporterPre::new(instance_pre).map_err(|e| {
-        let exports: Vec<String> = component
-            .component_type()
-            .exports(engine)
-            .map(|(name, _)| name.to_string())
-            .collect();
-        missing_export(exports, e)
     })
 }
 
@@ -257,28 +254,48 @@ fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
     }
 }
 
-fn missing_export(exports: Vec<String>, err: wasmtime::Error) -> LoadError {
+/// Why a component exporting none of the exporter interfaces this host serves is refused.
+fn missing_export(exports: Vec<String>) -> LoadError {
     let ours: Vec<&String> = exports
         .iter()
         .filter(|e| e.starts_with("lens:exporter/"))
         .collect();
     if ours.is_empty() {
         LoadError::MissingExport {
-            expected: EXPORT_NAME,
+            expected: EXPECTED,
             exports,
         }
-    } else if !ours.iter().any(|e| e.as_str() == EXPORT_NAME) {
-        let older = ours.iter().any(|e| version(e) < version(EXPORT_NAME));
+    } else {
+        let older = ours.iter().any(|e| version(e) < version(EXPECTED));
         LoadError::WrongVersion {
-            expected: EXPORT_NAME,
+            expected: EXPECTED,
             exports,
             older,
         }
-    } else {
-        LoadError::ExportMismatch {
-            expected: EXPORT_NAME,
-            source: err.into(),
-        }
+    }
+}
+
+/// What `missing_export` asks for.
+const EXPECTED: &str =
+    "lens:exporter/span-exporter@0.3.0`, `metric-exporter@0.3.0` or `log-exporter@0.3.0";
+
+impl LoadedComponent {
+    /// The interface serving `signal` (for spans, 0.3.0 before 0.2.0), or why there is none.
+    pub fn interface(&self, signal: Signal) -> Result<GuestInterface, LoadError> {
+        self.interfaces
+            .iter()
+            .find(|i| i.signal == signal)
+            .copied()
+            .ok_or_else(|| LoadError::SignalNotExported {
+                signal: signal.as_str(),
+                expected: format!("lens:exporter/{}@{WIT_VERSION}", signal.interface()),
+                world: match signal {
+                    Signal::Traces => "exporter",
+                    Signal::Metrics => "metrics",
+                    Signal::Logs => "logs",
+                },
+                exports: self.exports.clone(),
+            })
     }
 }
 

@@ -1,7 +1,8 @@
 //! The host of sandboxed WebAssembly component exporters (`kind = "wasm"`).
 //!
-//! The component contract is the WIT package in `wit/exporter.wit` (`lens:exporter@0.2.0`);
-//! how batches are encoded for a guest is the crate's `encoding` module's business.
+//! The component contract is the WIT package in `wit/` (`lens:exporter@0.3.0`: span, metric
+//! and log exporters; 0.2.0 span exporters still load); how batches are encoded for a guest
+//! is the crate's `encoding` module's business.
 //!
 //! - [`engine`]: one engine per process and its epoch deadlines;
 //! - [`mod@load`]: validation of a `.wasm` file, with one [`LoadError`] per problem;
@@ -11,8 +12,12 @@
 //! - [`guest_output`]: what a guest says (errors, stdout/stderr), escaped and cut before it is
 //!   shown;
 //! - [`builtin`]: the JSON-lines exporter embedded in the binary;
+//! - [`interface`]: which exporter interfaces a component exports, and the calls into one;
 //! - `instance`: one guest instance on its worker thread (start, serve calls);
-//! - [`exporter`]: [`WasmSpanExporter`], lanes of instances with fault backoff.
+//! - `exporter`: the lanes of instances serving one signal, with fault backoff, and `retry`,
+//!   when a batch the guest called retryable is sent again;
+//! - [`span_exporter`], [`metric_exporter`], [`log_exporter`]: [`WasmSpanExporter`],
+//!   [`WasmMetricExporter`], [`WasmLogExporter`], the SDK's exporter traits over the lanes.
 //!
 //! The host takes what it needs from the installation building it as a [`HostInputs`]; it
 //! never sees the rest of the configuration.
@@ -21,12 +26,17 @@ pub(crate) mod backoff;
 pub mod builtin;
 pub mod cache;
 pub mod engine;
-pub mod exporter;
+pub(crate) mod exporter;
 pub mod guest_output;
 pub(crate) mod instance;
+pub mod interface;
 pub mod load;
+pub mod log_exporter;
+pub mod metric_exporter;
 pub mod quota;
+pub(crate) mod retry;
 pub mod sandbox;
+pub mod span_exporter;
 #[cfg(all(test, feature = "hand-lowering"))]
 mod tests;
 
@@ -36,15 +46,20 @@ use std::time::Duration;
 use opentelemetry_sdk::Resource;
 
 pub use backoff::{FIRST_BACKOFF, HEALTHY_PERIOD, MAX_BACKOFF};
-pub use exporter::WasmSpanExporter;
 pub use instance::{INSTANCE_PLACEHOLDER, MAX_GUEST_ERROR};
-pub use load::{DEFAULT_MAX_FILE_MIB, EXPORT_NAME, LoadChecks, LoadedComponent, WORLD_NAME, load};
+pub use interface::{GuestInterface, Signal, WIT_VERSION};
+pub use load::{DEFAULT_MAX_FILE_MIB, LoadChecks, LoadedComponent, load};
+pub use log_exporter::WasmLogExporter;
+pub use metric_exporter::WasmMetricExporter;
+pub use retry::{FIRST_RETRY, MAX_RETRY_DELAY};
+pub use span_exporter::WasmSpanExporter;
 
 use crate::batch::ExporterStats;
 use crate::config::env::{EnvSource, ProcessEnv};
 use crate::config::{BatchConfig, WasmCacheConfig, WasmExporterSpec};
 use crate::error::LensError;
 pub use crate::error::{GrantError, LoadError, WasmSetupError};
+use exporter::Lanes;
 use instance::{InstanceFactory, StartError};
 use sandbox::Grants;
 
@@ -63,61 +78,76 @@ pub struct HostInputs<'a> {
     pub cache: &'a WasmCacheConfig,
 }
 
-impl WasmSpanExporter {
-    /// Loads, links and starts the exporter of a config entry: as many instances as
-    /// `batch.max_concurrent_exports`, each initialised before this returns.
-    pub fn build(
-        name: &str,
-        spec: &WasmExporterSpec,
-        batch: &BatchConfig,
-        inputs: &HostInputs<'_>,
-        stats: Arc<ExporterStats>,
-    ) -> Result<Self, WasmSetupError> {
-        let factory = factory(name, spec, batch, inputs, stats)?;
-        let exporter = WasmSpanExporter::new(
-            factory,
-            inputs.resource.clone(),
-            batch.max_concurrent_exports,
-        );
-        exporter.start().map_err(|e| match e {
-            StartError::Refused(msg) => WasmSetupError::InitRefused(msg),
-            StartError::Fault(f) => WasmSetupError::Start {
-                kind: f.kind,
-                detail: f.detail,
-            },
-        })?;
-        Ok(exporter)
-    }
+/// Loads, links and starts the instances serving `signal` for a config entry: as many as
+/// `batch.max_concurrent_exports` (one for metrics, which the periodic reader exports one
+/// collection at a time), each initialised before this returns.
+pub(crate) fn start_lanes(
+    name: &str,
+    spec: &WasmExporterSpec,
+    signal: Signal,
+    batch: &BatchConfig,
+    inputs: &HostInputs<'_>,
+    stats: Arc<ExporterStats>,
+) -> Result<Lanes, WasmSetupError> {
+    let factory = factory(name, spec, signal, batch, inputs, stats)?;
+    let count = match signal {
+        Signal::Metrics => 1,
+        Signal::Traces | Signal::Logs => batch.max_concurrent_exports,
+    };
+    let lanes = Lanes::new(
+        factory,
+        inputs.resource.clone(),
+        count,
+        Duration::from_millis(batch.export_timeout_ms),
+    );
+    lanes.start().map_err(|e| match e {
+        StartError::Refused(msg) => WasmSetupError::InitRefused(msg),
+        StartError::Fault(f) => WasmSetupError::Start {
+            kind: f.kind,
+            detail: f.detail,
+        },
+        StartError::Mismatch(detail) => WasmSetupError::Load(LoadError::ExportMismatch {
+            expected: GuestInterface::current(signal).name(),
+            detail,
+        }),
+    })?;
+    Ok(lanes)
+}
 
-    /// Loads a `.wasm` exporter outside a telemetry installation (tests, benchmarks, tools):
-    /// the process environment for `from_host` grants, the cache and the batch defaults (with
-    /// the entry's own `batch` overrides), rank 0. Errors name the exporter and the file.
-    pub fn from_config(
-        name: &str,
-        spec: &WasmExporterSpec,
-        resource: &Resource,
-    ) -> Result<(Self, Arc<ExporterStats>), LensError> {
-        let config = crate::LensConfig::from_env()?;
-        let inputs = HostInputs {
-            env: &ProcessEnv,
-            rank: 0,
-            resource,
-            cache: &config.wasm_cache,
-        };
-        let stats = Arc::new(ExporterStats::new(name));
-        let batch = config.batch.with_overrides(&spec.batch);
-        // The checks a config file gets, for an entry built in code.
-        crate::config::ExporterSpec::Wasm(spec.clone())
-            .validate(&config.batch)
-            .map_err(|message| LensError::Config {
-                source_name: format!("wasm exporter `{name}`"),
-                message,
-                source: None,
-            })?;
-        let exporter = Self::build(name, spec, &batch, &inputs, stats.clone())
-            .map_err(|source| setup_error(name, spec, source))?;
-        Ok((exporter, stats))
-    }
+/// What a `.wasm` exporter built outside a telemetry installation (tests, benchmarks, tools)
+/// starts from: the process environment for `from_host` grants, the cache and the batch
+/// defaults of the signal (with the entry's own `batch` overrides), rank 0. Errors name the
+/// exporter and the file.
+pub(crate) fn lanes_from_config(
+    name: &str,
+    spec: &WasmExporterSpec,
+    signal: Signal,
+    resource: &Resource,
+) -> Result<(Lanes, Arc<ExporterStats>), LensError> {
+    let config = crate::LensConfig::from_env()?;
+    let inputs = HostInputs {
+        env: &ProcessEnv,
+        rank: 0,
+        resource,
+        cache: &config.wasm_cache,
+    };
+    let stats = Arc::new(ExporterStats::new(name));
+    let defaults = match signal {
+        Signal::Logs => config.log_batch,
+        Signal::Traces | Signal::Metrics => config.batch,
+    };
+    let batch = defaults.with_overrides(&spec.batch);
+    // The checks a config file gets, for an entry built in code.
+    crate::config::ExporterSpec::Wasm(spec.clone())
+        .validate(&defaults)
+        .map_err(|message| LensError::Config {
+            source_name: format!("wasm exporter `{name}`"),
+            message,
+            source: None,
+        })?;
+    let lanes = start_lanes(name, spec, signal, &batch, &inputs, stats.clone())
+        .map_err(|source| setup_error(name, spec, source))?;
+    Ok((lanes, stats))
 }
 
 /// `source` as the [`LensError`] naming the exporter and its file.
@@ -137,6 +167,7 @@ pub(crate) fn setup_error(
 pub(crate) fn factory(
     name: &str,
     spec: &WasmExporterSpec,
+    signal: Signal,
     batch: &BatchConfig,
     inputs: &HostInputs<'_>,
     stats: Arc<ExporterStats>,
@@ -149,6 +180,7 @@ pub(crate) fn factory(
         max_bytes: spec.max_file_mib.unwrap_or(DEFAULT_MAX_FILE_MIB) << 20,
     };
     let loaded = load(&spec.path, checks, engine, cache)?;
+    let interface = loaded.interface(signal)?;
     log::debug!(
         "wasm exporter `{name}`: {} ({} bytes, sha256 {}) loaded in {:?}; imports: {}",
         loaded.path.display(),
@@ -161,6 +193,7 @@ pub(crate) fn factory(
         name: name.into(),
         engine: engine.clone(),
         pre: loaded.pre,
+        interface,
         grants,
         settings: spec
             .settings
@@ -172,7 +205,7 @@ pub(crate) fn factory(
         ),
         fuel: spec.fuel_per_call,
         stats,
-        encoding: std::sync::Mutex::new(None),
+        preferences: std::sync::Mutex::new(None),
     })
 }
 

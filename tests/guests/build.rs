@@ -33,7 +33,8 @@ fn main() {
 fn wat_guests(here: &std::path::Path, out: &std::path::Path) {
     let wat = here.join("wat/exporter.wat");
     println!("cargo:rerun-if-changed={}", wat.display());
-    let base = wat_component(&wat, &here.join("../../wit"));
+    // Built against the 0.2.0 WIT: these guests also prove 0.2.0 components keep working.
+    let base = wat_component(&wat, &here.join("../../wit/compat/0.2.0"));
     let touch = |pages: u32| {
         format!(
             "(module (memory {pages}) (func $touch (local $at i32)

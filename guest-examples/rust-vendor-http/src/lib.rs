@@ -7,19 +7,20 @@
 //! - `api_key_env` (default `VENDOR_API_KEY`): environment variable holding the API key, sent
 //!   as `api_key_header` (default `x-api-key`). Grant it with
 //!   `env = { VENDOR_API_KEY = { from_host = "VENDOR_API_KEY" } }`; without it no key is sent.
-//! - `attempts` (default 3): tries per batch; retries wait 50 ms, 100 ms, … and stop at
-//!   `budget_ms` (default 1500), which should stay below the exporter's `call_timeout_ms`.
+//!
+//! Retries are the host's: HTTP 429 and 5xx (with their `Retry-After` in seconds) and
+//! connection failures are answered `retryable`, other 4xx `rejected`; the host sends the batch
+//! again within the export deadline.
 
 use std::sync::Mutex;
 
-use wasip2::clocks::monotonic_clock;
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
 
 wit_bindgen::generate!({ path: "../../wit", world: "exporter" });
 
 use exports::lens::exporter::span_exporter::Guest;
-use lens::exporter::types::{Batch, Encoding, Resource};
+use lens::exporter::types::{Batch, Encoding, ExportError, Resource, RetryHint};
 
 struct Target {
     scheme: Scheme,
@@ -27,8 +28,6 @@ struct Target {
     path: String,
     header: String,
     key: Option<String>,
-    attempts: u32,
-    budget_ns: u64,
 }
 
 static TARGET: Mutex<Option<Target>> = Mutex::new(None);
@@ -53,8 +52,8 @@ fn parse_endpoint(url: &str) -> Result<(Scheme, String, String), String> {
     Ok((scheme, authority.to_string(), path.to_string()))
 }
 
-/// One POST; `Ok(status)` once a response arrived.
-fn post(t: &Target, body: &[u8]) -> Result<u16, String> {
+/// One POST; `Ok((status, Retry-After in ms))` once a response arrived.
+fn post(t: &Target, body: &[u8]) -> Result<(u16, Option<u64>), String> {
     let mut headers = vec![(
         "content-type".to_string(),
         b"application/x-protobuf".to_vec(),
@@ -89,7 +88,15 @@ fn post(t: &Target, body: &[u8]) -> Result<u16, String> {
     response.subscribe().block();
     match response.get() {
         Some(Ok(Err(code))) => Err(format!("{code:?}")),
-        Some(Ok(Ok(r))) => written.and(finished).map(|()| r.status()),
+        Some(Ok(Ok(r))) => {
+            let retry_after = r
+                .headers()
+                .get("retry-after")
+                .first()
+                .and_then(|v| std::str::from_utf8(v).ok()?.trim().parse::<u64>().ok())
+                .map(|s| s * 1000);
+            written.and(finished).map(|()| (r.status(), retry_after))
+        }
         other => written
             .and(finished)
             .and(Err(format!("no response: {other:?}"))),
@@ -109,54 +116,45 @@ impl Guest for VendorHttp {
         let endpoint = get("endpoint").ok_or("setting `endpoint` is required")?;
         let (scheme, authority, path) = parse_endpoint(&endpoint)?;
         let key_env = get("api_key_env").unwrap_or_else(|| "VENDOR_API_KEY".into());
-        let number = |k: &str, default: u64| -> Result<u64, String> {
-            get(k)
-                .map(|v| {
-                    v.parse()
-                        .map_err(|_| format!("`{k}` must be a number, not `{v}`"))
-                })
-                .unwrap_or(Ok(default))
-        };
         *TARGET.lock().unwrap() = Some(Target {
             scheme,
             authority,
             path,
             header: get("api_key_header").unwrap_or_else(|| "x-api-key".into()),
             key: std::env::var(&key_env).ok(),
-            attempts: number("attempts", 3)?.max(1) as u32,
-            budget_ns: number("budget_ms", 1500)? * 1_000_000,
         });
         Ok(Encoding::OtlpProtobuf)
     }
 
-    fn export(batch: Batch) -> Result<(), String> {
+    fn export(batch: Batch) -> Result<(), ExportError> {
         let Batch::OtlpProtobuf(body) = batch else {
-            return Err("this exporter asked for OTLP protobuf batches".into());
+            return Err(ExportError::Rejected(
+                "this exporter asked for OTLP protobuf batches".into(),
+            ));
         };
         let guard = TARGET.lock().unwrap();
-        let t = guard.as_ref().ok_or("export after shutdown")?;
-        let started = monotonic_clock::now();
-        let mut last = String::new();
-        for attempt in 0..t.attempts {
-            if attempt > 0 {
-                let wait = 50_000_000u64 << (attempt - 1);
-                if monotonic_clock::now() - started + wait > t.budget_ns {
-                    break;
-                }
-                monotonic_clock::subscribe_duration(wait).block();
-            }
-            match post(t, &body) {
-                Ok(status) if (200..300).contains(&status) => return Ok(()),
-                // Retry what a retry can fix; a 4xx other than 429 will not change.
-                Ok(status) if status == 429 || status >= 500 => last = format!("HTTP {status}"),
-                Ok(status) => return Err(format!("{}{}: HTTP {status}", t.authority, t.path)),
-                Err(e) if e.contains("HttpRequestDenied") => {
-                    return Err(format!("{} is not in allowed_hosts", t.authority));
-                }
-                Err(e) => last = e,
-            }
+        let t = guard
+            .as_ref()
+            .ok_or_else(|| ExportError::Rejected("export after shutdown".into()))?;
+        let retry =
+            |message: String, delay_ms| ExportError::Retryable(RetryHint { message, delay_ms });
+        match post(t, &body) {
+            Ok((status, _)) if (200..300).contains(&status) => Ok(()),
+            // What a retry can fix: throttling and server errors. Another 4xx will not change.
+            Ok((status, after)) if status == 429 || status >= 500 => Err(retry(
+                format!("{}{}: HTTP {status}", t.authority, t.path),
+                after,
+            )),
+            Ok((status, _)) => Err(ExportError::Rejected(format!(
+                "{}{}: HTTP {status}",
+                t.authority, t.path
+            ))),
+            Err(e) if e.contains("HttpRequestDenied") => Err(ExportError::Rejected(format!(
+                "{} is not in allowed_hosts",
+                t.authority
+            ))),
+            Err(e) => Err(retry(format!("{}{}: {e}", t.authority, t.path), None)),
         }
-        Err(format!("{}{}: {last}", t.authority, t.path))
     }
 
     fn force_flush() -> Result<(), String> {

@@ -226,12 +226,15 @@ fn supervise(
 
 fn print_table(results: &[RankResult], job: &Job, elapsed: Duration) {
     println!(
-        "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}  {:>6}  {:>7}  output",
+        "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>8}  {:>7}  {:>8}  {:>9}  {:>9}  {:>9}  {:>6}  {:>7}  output",
         "rank",
         "exporting",
         "produced",
-        "exported",
+        "spans",
+        "points",
+        "logs",
         "dropped",
+        "retries",
         "restarts",
         "p50",
         "p99",
@@ -248,12 +251,15 @@ fn print_table(results: &[RankResult], job: &Job, elapsed: Duration) {
                     (true, true) => "yes",
                 };
                 println!(
-                    "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9.0}  {:>6.1}  {:>7.1}  {}{}",
+                    "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>8}  {:>7}  {:>8}  {:>9}  {:>9}  {:>9.0}  {:>6.1}  {:>7.1}  {}{}",
                     s.rank,
                     exporting,
                     s.produced,
                     s.exported,
+                    s.data_points_exported,
+                    s.log_records_exported,
                     s.dropped,
+                    s.retries,
                     s.restarts,
                     format!("{:.1}ms", s.latency_p50_us as f64 / 1000.0),
                     format!("{:.1}ms", s.latency_p99_us as f64 / 1000.0),

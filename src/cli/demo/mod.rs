@@ -7,7 +7,6 @@
 //! A rank talks to the launcher in JSON lines on its stdout ([`RankMessage`]).
 
 mod launcher;
-mod logfile;
 mod rank;
 
 use std::path::PathBuf;
@@ -73,9 +72,21 @@ pub struct RankSummary {
     pub rank: u32,
     pub exporting: bool,
     pub sampler_keeps: bool,
+    /// Spans ended on the rank.
     pub produced: u64,
+    /// Spans exported.
     pub exported: u64,
+    /// Metric data points exported (every collection's).
+    #[serde(default)]
+    pub data_points_exported: u64,
+    /// Log records exported.
+    #[serde(default)]
+    pub log_records_exported: u64,
+    /// Spans, data points and log records dropped.
     pub dropped: u64,
+    /// Export attempts repeated after a retryable failure.
+    #[serde(default)]
+    pub retries: u64,
     pub restarts: u64,
     pub latency_p50_us: u64,
     pub latency_p99_us: u64,

@@ -6,14 +6,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use lens::config::{ExporterSpec, WasmExporterSpec, WasmPreopen};
-use lens::exporter::json::metrics_json;
 use lens::logs::LogBridge;
 use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::metrics::{Counter, Gauge, Histogram};
 use lens::opentelemetry::trace::{Span, TraceContextExt, Tracer};
 use lens::trace::LensTracer;
 use lens::wasm::builtin::JSONL_EXPORTER_FILE;
-use lens::{InMemoryMetricReader, LensConfig, Telemetry, TelemetryHandle};
+use lens::{LensConfig, Telemetry, TelemetryHandle};
 
 use super::{RankArgs, RankMessage, RankSummary};
 use crate::cli::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
@@ -63,13 +62,26 @@ pub fn run_rank(args: RankArgs) -> ExitCode {
     }
 }
 
+/// The built-in JSON-lines exporter writing `file` (under `/out`, `--out` pre-opened
+/// writable): one config entry per signal, each its own instance of the same component.
+fn builtin(args: &RankArgs, name: &str, file: &str) -> Vec<ExporterSpec> {
+    vec![ExporterSpec::Wasm(WasmExporterSpec {
+        name: Some(name.into()),
+        path: args.out.join(JSONL_EXPORTER_FILE),
+        preopens: vec![WasmPreopen {
+            host: args.out.clone(),
+            guest: "/out".into(),
+            read_only: false,
+        }],
+        settings: [("path".to_string(), format!("/out/{file}"))].into(),
+        ..Default::default()
+    })]
+}
+
 /// The telemetry of a rank: `--config`, or the default job's (the built-in JSON-lines exporter
-/// writing `rank-N.jsonl` into `--out`, metrics kept in memory for `rank-N.metrics.jsonl`, log
-/// records in `rank-N.logs.jsonl`).
-fn install(
-    args: &RankArgs,
-    reader: &InMemoryMetricReader,
-) -> Result<TelemetryHandle, lens::LensError> {
+/// writing the rank's spans, metrics and log records into `rank-N.jsonl`,
+/// `rank-N.metrics.jsonl` and `rank-N.logs.jsonl` in `--out`).
+fn install(args: &RankArgs) -> Result<TelemetryHandle, lens::LensError> {
     if let Some(file) = &args.config {
         return Telemetry::builder(LensConfig::load(Some(file))?).install();
     }
@@ -84,23 +96,10 @@ fn install(
         ..LensConfig::default()
     };
     config.apply_env(&lens::config::env::ProcessEnv)?;
-    config.traces.exporters = vec![ExporterSpec::Wasm(WasmExporterSpec {
-        name: Some("jsonl".into()),
-        path: args.out.join(JSONL_EXPORTER_FILE),
-        preopens: vec![WasmPreopen {
-            host: args.out.clone(),
-            guest: "/out".into(),
-            read_only: false,
-        }],
-        settings: [("path".to_string(), "/out/rank-{dl.rank}.jsonl".to_string())].into(),
-        ..Default::default()
-    })];
-    let rank = lens::RankInfo::detect(None, None, &lens::config::env::ProcessEnv)?.rank;
-    let logs = args.out.join(format!("rank-{rank}.logs.jsonl"));
-    Telemetry::builder(config)
-        .metric_reader(reader.clone())
-        .named_log_exporter("logfile", super::logfile::log_file_exporter(logs))
-        .install()
+    config.traces.exporters = builtin(args, "jsonl", "rank-{dl.rank}.jsonl");
+    config.metrics.exporters = builtin(args, "jsonl-metrics", "rank-{dl.rank}.metrics.jsonl");
+    config.logs.exporters = builtin(args, "jsonl-logs", "rank-{dl.rank}.logs.jsonl");
+    Telemetry::builder(config).install()
 }
 
 /// The demo's instruments.
@@ -188,8 +187,7 @@ fn step(tracer: &LensTracer, logs: &LogBridge, args: &RankArgs, step: u64) {
 }
 
 fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
-    let reader = InMemoryMetricReader::new();
-    let handle = install(args, &reader)?;
+    let handle = install(args)?;
     let rank = handle.rank().rank;
     let output = (args.config.is_none() && handle.is_exporting())
         .then(|| args.out.join(format!("rank-{rank}.jsonl")));
@@ -239,20 +237,9 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
             }
         }
     });
-    if output.is_some() {
-        write_metrics(&reader, args.out.join(format!("rank-{rank}.metrics.jsonl")));
-    }
     let elapsed = schedule.started.elapsed().as_secs_f64();
     let shutdown = handle.shutdown(Duration::from_secs(10));
     Ok(summary(&handle, &schedule, elapsed, output, shutdown))
-}
-
-/// The metrics the rank recorded, one JSON line each.
-fn write_metrics(reader: &InMemoryMetricReader, path: PathBuf) {
-    if let Ok(data) = reader.get_metrics_data() {
-        let lines: Vec<String> = metrics_json(&data).iter().map(|v| v.to_string()).collect();
-        let _ = std::fs::write(&path, lines.join("\n") + "\n");
-    }
 }
 
 fn summary(
@@ -264,7 +251,15 @@ fn summary(
 ) -> RankSummary {
     let (rss_end, max_rss) = rss_mib();
     let stats = handle.stats();
-    let sum = |f: fn(&lens::ExporterSnapshot) -> u64| stats.exporters.iter().map(f).sum::<u64>();
+    let all = || {
+        stats
+            .exporters
+            .iter()
+            .chain(&stats.metric_exporters)
+            .chain(&stats.log_exporters)
+    };
+    let sum = |f: fn(&lens::ExporterSnapshot) -> u64| all().map(f).sum::<u64>();
+    let exported = |list: &[lens::ExporterSnapshot]| list.iter().map(|e| e.exported).sum();
     let max = |f: fn(&lens::ExporterSnapshot) -> Duration| {
         stats
             .exporters
@@ -279,16 +274,17 @@ fn summary(
         exporting: handle.is_exporting(),
         sampler_keeps: handle.sampler_keeps(),
         produced: stats.spans_produced,
-        exported: sum(|e| e.exported),
+        exported: exported(&stats.exporters),
+        data_points_exported: exported(&stats.metric_exporters),
+        log_records_exported: exported(&stats.log_exporters),
         dropped: sum(|e| e.dropped()),
+        retries: sum(|e| e.retries),
         restarts: sum(|e| e.restarts),
         latency_p50_us: max(|e| e.latency_p50),
         latency_p99_us: max(|e| e.latency_p99),
         output: output.map(|p| p.display().to_string()),
         error: shutdown.err().map(|e| e.to_string()),
-        notes: stats
-            .exporters
-            .iter()
+        notes: all()
             .filter_map(|e| {
                 let why = e.disabled.as_deref()?;
                 Some(format!("exporter `{}` disabled at setup: {why}", e.name))

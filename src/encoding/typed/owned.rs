@@ -103,7 +103,7 @@ fn span(s: &SpanData) -> wit::SpanData {
     }
 }
 
-fn scope(s: &InstrumentationScope) -> wit::InstrumentationScope {
+pub(crate) fn scope(s: &InstrumentationScope) -> wit::InstrumentationScope {
     wit::InstrumentationScope {
         name: s.name().to_string(),
         version: s.version().map(str::to_string),

@@ -46,6 +46,24 @@ pub fn recorder_spec(dir: &Path, encoding: &str) -> WasmExporterSpec {
     s
 }
 
+/// The recorder guest named `name`, writing `/out/<file>` into `dir` in `encoding`, with
+/// `extra` settings (`retryable`, `partial`, `temporality`, …).
+pub fn recorder_at(
+    dir: &Path,
+    name: &str,
+    file: &str,
+    encoding: &str,
+    extra: &[(&str, &str)],
+) -> WasmExporterSpec {
+    let mut s = recorder_spec(dir, encoding);
+    s.name = Some(name.into());
+    s.settings.insert("out".into(), format!("/out/{file}"));
+    for (k, v) in extra {
+        s.settings.insert(k.to_string(), v.to_string());
+    }
+    s
+}
+
 /// Rank 2 of 4 exporting through `specs` (batches of at most `batch` spans), with the oracle
 /// added as a second exporter named `oracle`.
 pub fn install(

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 wit_bindgen::generate!({ path: "../../../../wit", world: "exporter" });
 
 use exports::lens::exporter::span_exporter::Guest;
-use lens::exporter::types::{Batch, Encoding, Resource};
+use lens::exporter::types::{Batch, Encoding, ExportError, Resource};
 
 struct Settings {
     mode: String,
@@ -132,7 +132,22 @@ impl Guest for Hostile {
         }
     }
 
-    fn export(batch: Batch) -> Result<(), String> {
+    fn export(batch: Batch) -> Result<(), ExportError> {
+        export(batch).map_err(ExportError::Rejected)
+    }
+
+    fn force_flush() -> Result<(), String> {
+        Ok(())
+    }
+
+    fn shutdown() -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// What `mode` does with a batch; an error is a rejection.
+fn export(batch: Batch) -> Result<(), String> {
+    {
         let (mode, sleep_ms, every, calls, authority) = {
             let mut s = SETTINGS.lock().unwrap();
             s.calls += 1;
@@ -237,14 +252,6 @@ impl Guest for Hostile {
             "http" => Err(format!("probe {}", http_probe(&authority))),
             other => Err(format!("unknown mode `{other}`")),
         }
-    }
-
-    fn force_flush() -> Result<(), String> {
-        Ok(())
-    }
-
-    fn shutdown() -> Result<(), String> {
-        Ok(())
     }
 }
 

@@ -1,18 +1,31 @@
-//! A well-behaved exporter for tests: writes what it receives as JSON lines to `settings.out`
-//! (a file in a pre-opened directory), in the encoding `settings.encoding` asks for.
+//! A well-behaved exporter of all three signals for tests: writes what it receives as JSON
+//! lines to `settings.out` (a file in a pre-opened directory), in the encoding
+//! `settings.encoding` asks for. `retryable = N` answers the first N exports `retryable`
+//! (with `retry_delay_ms`, if set) before accepting; `partial = K` accepts every batch but
+//! reports K items rejected; `temporality` (metrics) is `cumulative` or `delta`.
 
 use std::fs::File;
 use std::io::Write;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value as Json, json};
 
-wit_bindgen::generate!({ path: "../../../../wit", world: "exporter" });
+wit_bindgen::generate!({ path: "../../../../wit", world: "all-signals" });
+
+mod signals;
 
 use exports::lens::exporter::span_exporter::Guest;
-use lens::exporter::types::{Batch, Encoding, KeyValue, Resource, SpanKind, Status, Value};
+use lens::exporter::types::{
+    Batch, Encoding, ExportError, KeyValue, PartialSuccess, Resource, RetryHint, SpanKind, Status,
+    Value,
+};
 
 static OUT: Mutex<Option<File>> = Mutex::new(None);
+/// `retryable`, `retry_delay_ms` and `partial` of the settings.
+static RETRYABLE: AtomicU64 = AtomicU64::new(0);
+static RETRY_DELAY_MS: AtomicU64 = AtomicU64::new(u64::MAX);
+static PARTIAL: AtomicU64 = AtomicU64::new(0);
 
 fn value(v: &Value) -> Json {
     match v {
@@ -36,6 +49,65 @@ fn attrs(kvs: &[KeyValue]) -> Json {
     )
 }
 
+/// The setting `key`.
+fn get(settings: &[(String, String)], key: &str) -> Option<String> {
+    settings
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+}
+
+/// Opens the output, reads the behaviour settings, records the init; returns the encoding.
+fn setup(settings: &[(String, String)], resource: &Resource) -> Result<Encoding, String> {
+    let path = get(settings, "out").ok_or("setting `out` is required")?;
+    let file = File::create(&path).map_err(|e| format!("cannot create {path}: {e}"))?;
+    *OUT.lock().unwrap() = Some(file);
+    let number = |k: &str| -> Result<Option<u64>, String> {
+        get(settings, k)
+            .map(|v| v.parse().map_err(|_| format!("`{k}` must be a number")))
+            .transpose()
+    };
+    RETRYABLE.store(number("retryable")?.unwrap_or(0), Ordering::Relaxed);
+    RETRY_DELAY_MS.store(
+        number("retry_delay_ms")?.unwrap_or(u64::MAX),
+        Ordering::Relaxed,
+    );
+    PARTIAL.store(number("partial")?.unwrap_or(0), Ordering::Relaxed);
+    let encoding = match get(settings, "encoding").as_deref() {
+        None | Some("typed") => Encoding::Typed,
+        Some("otlp") => Encoding::OtlpProtobuf,
+        Some("otlp-json") => Encoding::OtlpJson,
+        Some(other) => return Err(format!("unknown encoding `{other}`")),
+    };
+    write(json!({"init": {"settings": settings, "resource": attrs(&resource.attributes)}}))?;
+    Ok(encoding)
+}
+
+/// `retryable` while the setting's count lasts.
+fn answer() -> Result<(), ExportError> {
+    let left = RETRYABLE.load(Ordering::Relaxed);
+    if left == 0 {
+        return Ok(());
+    }
+    RETRYABLE.store(left - 1, Ordering::Relaxed);
+    let delay = RETRY_DELAY_MS.load(Ordering::Relaxed);
+    Err(ExportError::Retryable(RetryHint {
+        message: format!("unavailable ({left} more)"),
+        delay_ms: (delay != u64::MAX).then_some(delay),
+    }))
+}
+
+/// `partial` when the setting asks for it.
+fn partial() -> Result<(), ExportError> {
+    match PARTIAL.load(Ordering::Relaxed) {
+        0 => Ok(()),
+        rejected => Err(ExportError::Partial(PartialSuccess {
+            rejected,
+            message: "some refused".into(),
+        })),
+    }
+}
+
 fn write(line: Json) -> Result<(), String> {
     let mut out = OUT.lock().unwrap();
     let file = out.as_mut().ok_or("export after shutdown")?;
@@ -49,26 +121,11 @@ struct Recorder;
 
 impl Guest for Recorder {
     fn init(settings: Vec<(String, String)>, resource: Resource) -> Result<Encoding, String> {
-        let get = |k: &str| {
-            settings
-                .iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.clone())
-        };
-        let path = get("out").ok_or("setting `out` is required")?;
-        let file = File::create(&path).map_err(|e| format!("cannot create {path}: {e}"))?;
-        *OUT.lock().unwrap() = Some(file);
-        let encoding = match get("encoding").as_deref() {
-            None | Some("typed") => Encoding::Typed,
-            Some("otlp") => Encoding::OtlpProtobuf,
-            Some("otlp-json") => Encoding::OtlpJson,
-            Some(other) => return Err(format!("unknown encoding `{other}`")),
-        };
-        write(json!({"init": {"settings": settings, "resource": attrs(&resource.attributes)}}))?;
-        Ok(encoding)
+        setup(&settings, &resource)
     }
 
-    fn export(batch: Batch) -> Result<(), String> {
+    fn export(batch: Batch) -> Result<(), ExportError> {
+        answer()?;
         match batch {
             Batch::OtlpProtobuf(bytes) => write(json!({"otlp": bytes})),
             Batch::OtlpJson(text) => write(json!({"otlp_json": text})),
@@ -105,6 +162,8 @@ impl Guest for Recorder {
                 write(json!({"typed": spans}))
             }
         }
+        .map_err(ExportError::Rejected)?;
+        partial()
     }
 
     fn force_flush() -> Result<(), String> {

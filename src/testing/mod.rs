@@ -26,6 +26,13 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanData, SpanExporter};
 
+mod signals;
+
+pub use signals::{
+    LogRecords, MetricKind, every_log_body, every_metric_kind, many_data_points, many_logs,
+    metrics_of, record_logs,
+};
+
 use crate::encoding::{otlp_bytes, otlp_json};
 use crate::exporter::json::span_json;
 

@@ -1,0 +1,85 @@
+//! [`WasmLogExporter`]: a component's `log-exporter` behind the batch log processor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::logs::{LogBatch, LogExporter};
+
+use super::exporter::Lanes;
+use super::instance::Payload;
+use super::interface::Signal;
+use super::{HostInputs, lanes_from_config, start_lanes};
+use crate::batch::ExporterStats;
+use crate::config::{BatchConfig, WasmExporterSpec};
+use crate::encoding::logs::encode_logs;
+use crate::error::{LensError, WasmSetupError};
+
+/// A log exporter running a sandboxed WebAssembly component
+/// (`lens:exporter/log-exporter@0.3.0`): as many instances as the batch log processor's
+/// `max_concurrent_exports`. Records are encoded on the processor's thread, in the encoding
+/// the guest asked for.
+pub struct WasmLogExporter {
+    lanes: Lanes,
+}
+
+impl std::fmt::Debug for WasmLogExporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmLogExporter")
+            .field("name", &self.lanes.name())
+            .finish()
+    }
+}
+
+impl WasmLogExporter {
+    /// Loads, links and starts the exporter of a `[[logs.exporters]]` entry.
+    pub fn build(
+        name: &str,
+        spec: &WasmExporterSpec,
+        batch: &BatchConfig,
+        inputs: &HostInputs<'_>,
+        stats: Arc<ExporterStats>,
+    ) -> Result<Self, WasmSetupError> {
+        let lanes = start_lanes(name, spec, Signal::Logs, batch, inputs, stats)?;
+        Ok(Self { lanes })
+    }
+
+    /// Loads a `.wasm` log exporter outside a telemetry installation, as
+    /// [`WasmSpanExporter::from_config`](super::WasmSpanExporter::from_config) does.
+    pub fn from_config(
+        name: &str,
+        spec: &WasmExporterSpec,
+        resource: &Resource,
+    ) -> Result<(Self, Arc<ExporterStats>), LensError> {
+        let (lanes, stats) = lanes_from_config(name, spec, Signal::Logs, resource)?;
+        Ok((Self { lanes }, stats))
+    }
+
+    /// The encoding the guest asked for, once started.
+    pub fn encoding(&self) -> Option<&'static str> {
+        self.lanes.encoding()
+    }
+
+    /// Calls every instance's `force-flush` (the SDK's `LogExporter` has none; the batch log
+    /// processor calls this after draining its queue).
+    pub fn force_flush(&self) -> OTelSdkResult {
+        self.lanes.force_flush()
+    }
+}
+
+impl LogExporter for WasmLogExporter {
+    async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
+        self.lanes.export(|preferences, resource| {
+            Payload::Logs(encode_logs(&batch, resource, preferences.encoding))
+        })
+    }
+
+    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+        self.lanes.shutdown()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.lanes.set_resource(resource);
+    }
+}

@@ -1,0 +1,108 @@
+//! [`WasmMetricExporter`]: a component's `metric-exporter` behind the periodic reader.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::Temporality;
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+
+use super::exporter::Lanes;
+use super::instance::Payload;
+use super::interface::Signal;
+use super::{HostInputs, lanes_from_config, start_lanes};
+use crate::batch::ExporterStats;
+use crate::bindings::metric_types::Temporality as WitTemporality;
+use crate::config::{BatchConfig, WasmExporterSpec};
+use crate::encoding::metrics::{data_points, encode_metrics};
+use crate::error::{LensError, WasmSetupError};
+
+/// A metric exporter running a sandboxed WebAssembly component
+/// (`lens:exporter/metric-exporter@0.3.0`): one instance, called by the periodic reader once
+/// per interval with every instrument's data. Its data points are counted like spans:
+/// received, then exported or dropped by reason.
+pub struct WasmMetricExporter {
+    lanes: Lanes,
+    temporality: Temporality,
+    stats: Arc<ExporterStats>,
+}
+
+impl std::fmt::Debug for WasmMetricExporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmMetricExporter")
+            .field("name", &self.lanes.name())
+            .field("temporality", &self.temporality)
+            .finish()
+    }
+}
+
+impl WasmMetricExporter {
+    /// Loads, links and starts the exporter of a `[[metrics.exporters]]` entry; its `init`
+    /// decides the temporality the reader aggregates with.
+    pub fn build(
+        name: &str,
+        spec: &WasmExporterSpec,
+        batch: &BatchConfig,
+        inputs: &HostInputs<'_>,
+        stats: Arc<ExporterStats>,
+    ) -> Result<Self, WasmSetupError> {
+        let lanes = start_lanes(name, spec, Signal::Metrics, batch, inputs, stats.clone())?;
+        Ok(Self::new(lanes, stats))
+    }
+
+    /// Loads a `.wasm` metric exporter outside a telemetry installation, as
+    /// [`WasmSpanExporter::from_config`](super::WasmSpanExporter::from_config) does.
+    pub fn from_config(
+        name: &str,
+        spec: &WasmExporterSpec,
+        resource: &Resource,
+    ) -> Result<(Self, Arc<ExporterStats>), LensError> {
+        let (lanes, stats) = lanes_from_config(name, spec, Signal::Metrics, resource)?;
+        Ok((Self::new(lanes, stats.clone()), stats))
+    }
+
+    fn new(lanes: Lanes, stats: Arc<ExporterStats>) -> Self {
+        let temporality = match lanes.preferences().and_then(|p| p.temporality) {
+            Some(WitTemporality::Delta) => Temporality::Delta,
+            Some(WitTemporality::LowMemory) => Temporality::LowMemory,
+            Some(WitTemporality::Cumulative) | None => Temporality::Cumulative,
+        };
+        Self {
+            lanes,
+            temporality,
+            stats,
+        }
+    }
+
+    /// The encoding the guest asked for, once started.
+    pub fn encoding(&self) -> Option<&'static str> {
+        self.lanes.encoding()
+    }
+}
+
+impl PushMetricExporter for WasmMetricExporter {
+    async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        let points = data_points(metrics);
+        let started = Instant::now();
+        let result = self.lanes.export(|preferences, _| {
+            Payload::Metrics(encode_metrics(metrics, preferences.encoding))
+        });
+        self.stats
+            .record_direct_export(points, result.is_ok(), started.elapsed());
+        result
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.lanes.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+        self.lanes.shutdown()
+    }
+
+    fn temporality(&self) -> Temporality {
+        self.temporality
+    }
+}

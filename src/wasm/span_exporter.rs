@@ -1,0 +1,83 @@
+//! [`WasmSpanExporter`]: a component's `span-exporter` behind the batch span processor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+
+use super::exporter::Lanes;
+use super::instance::Payload;
+use super::interface::Signal;
+use super::{HostInputs, lanes_from_config, start_lanes};
+use crate::batch::ExporterStats;
+use crate::config::{BatchConfig, WasmExporterSpec};
+use crate::error::{LensError, WasmSetupError};
+
+/// A span exporter running a sandboxed WebAssembly component (`lens:exporter/span-exporter`,
+/// 0.3.0 or 0.2.0): one instance per lane, as many lanes as the batch processor's
+/// `max_concurrent_exports`. Spans are encoded on the instance's worker, in the encoding the
+/// guest asked for.
+pub struct WasmSpanExporter {
+    lanes: Lanes,
+}
+
+impl std::fmt::Debug for WasmSpanExporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmSpanExporter")
+            .field("name", &self.lanes.name())
+            .finish()
+    }
+}
+
+impl WasmSpanExporter {
+    /// Loads, links and starts the exporter of a config entry: as many instances as
+    /// `batch.max_concurrent_exports`, each initialised before this returns.
+    pub fn build(
+        name: &str,
+        spec: &WasmExporterSpec,
+        batch: &BatchConfig,
+        inputs: &HostInputs<'_>,
+        stats: Arc<ExporterStats>,
+    ) -> Result<Self, WasmSetupError> {
+        let lanes = start_lanes(name, spec, Signal::Traces, batch, inputs, stats)?;
+        Ok(Self { lanes })
+    }
+
+    /// Loads a `.wasm` span exporter outside a telemetry installation (tests, benchmarks,
+    /// tools): the process environment for `from_host` grants, the cache and the batch defaults
+    /// (with the entry's own `batch` overrides), rank 0. Errors name the exporter and the file.
+    pub fn from_config(
+        name: &str,
+        spec: &WasmExporterSpec,
+        resource: &Resource,
+    ) -> Result<(Self, Arc<ExporterStats>), LensError> {
+        let (lanes, stats) = lanes_from_config(name, spec, Signal::Traces, resource)?;
+        Ok((Self { lanes }, stats))
+    }
+
+    /// The batch encoding the guest asked for (`typed`, `otlp-protobuf` or `otlp-json`), once
+    /// started.
+    pub fn encoding(&self) -> Option<&'static str> {
+        self.lanes.encoding()
+    }
+}
+
+impl SpanExporter for WasmSpanExporter {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.lanes.export(|_, _| Payload::Spans(batch))
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.lanes.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
+        self.lanes.shutdown()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.lanes.set_resource(resource);
+    }
+}
