@@ -85,7 +85,7 @@ pub mod wasm;
 
 pub use config::LensConfig;
 pub use error::{BoxError, FaultKind, GrantError, LensError, LoadError, RankError, WasmSetupError};
-pub use metrics::InMemoryMetricReader;
+pub use metrics::{InMemoryMetricReader, data_points};
 pub use rank::RankInfo;
 pub use strategy::{ExportStrategy, register_export_strategy, unregister_export_strategy};
 pub use telemetry::{Telemetry, TelemetryBuilder, TelemetryHandle, setup_telemetry};

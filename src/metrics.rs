@@ -1,4 +1,5 @@
-//! Metric helpers: an in-memory reader for tests, like the seed's `InMemoryMetricReader`.
+//! Metric helpers: an in-memory reader for tests, like the seed's `InMemoryMetricReader`, and
+//! [`data_points`], what the metric exporters count.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -7,6 +8,8 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::reader::MetricReader;
 use opentelemetry_sdk::metrics::{InstrumentKind, ManualReader, Pipeline, Temporality};
+
+pub use crate::encoding::metrics::data_points;
 
 /// A metric reader you keep a clone of and collect from on demand.
 ///

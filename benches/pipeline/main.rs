@@ -5,7 +5,7 @@
 //! `docs/benchmarks.svg`. `-- --quick` runs smaller loops.
 //!
 //! Sections: [`app`] (application thread), [`export`] (throughput and boundary cost per guest),
-//! [`encoders`] (hand-written encoders against the crate path), [`seed`] (the Python seed's
+//! [`signals`] (metric and log export per guest and encoding), [`encoders`] (hand-written encoders against the crate path), [`seed`] (the Python seed's
 //! stack), [`startup`] (cold and cached loads); [`report`] writes the results.
 
 mod app;
@@ -13,6 +13,7 @@ mod encoders;
 mod export;
 mod report;
 mod seed;
+mod signals;
 mod soak;
 mod startup;
 
@@ -122,7 +123,7 @@ struct Row {
 }
 
 /// What one run measures: `--quick` shrinks the loops; `--only SECTION` (app, export,
-/// encoders, seed, startup; repeatable) runs some sections and prints them without touching
+/// signals, encoders, seed, startup; repeatable) runs some sections and prints them without touching
 /// `docs/`; `--guest SUBSTRING` narrows the export section to matching rows; `--batches N` sets
 /// its number of batches (for profiling). `--only soak [--soak-s SECONDS]` runs the soak of a
 /// guest blocking in every call (never part of a full run).
@@ -175,7 +176,7 @@ impl Opts {
     }
 }
 
-/// `--only SECTION` names: app, export, encoders, seed, startup.
+/// `--only SECTION` names: app, export, signals, encoders, seed, startup.
 fn main() {
     let opts = Opts::parse();
     let tmp = tempfile::tempdir().unwrap();
@@ -191,6 +192,9 @@ fn main() {
     }
     if opts.wants("export") {
         memory = export::export_throughput(&opts, &builtin, dir, &batch, &mut rows);
+    }
+    if opts.wants("signals") {
+        signals::signals(&opts, &builtin, dir, &mut rows);
     }
     if opts.wants("encoders") {
         encoders::encoders(&opts, &batch, &mut rows);

@@ -16,7 +16,7 @@
 //!   [`BatchEncoder`], one instance's choice with its resource rendered once.
 
 pub(crate) mod logs;
-pub mod metrics;
+pub(crate) mod metrics;
 pub(crate) mod otlp_bytes;
 pub(crate) mod otlp_json;
 pub(crate) mod typed;

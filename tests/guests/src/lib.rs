@@ -1,7 +1,8 @@
 //! Paths of the guest components built by `build.rs`: one per program in `programs/`, and the
 //! WAT guests from `wat/`.
 
-/// Records every batch it receives (both encodings) as JSON lines in a pre-opened directory.
+/// Records every batch of every signal it receives (any encoding) as JSON lines in a
+/// pre-opened directory; can answer `retryable` or `partial`, or discard (see its crate doc).
 pub const RECORDER: &str = env!("LENS_GUEST_RECORDER");
 /// Misbehaves as its `mode` setting says: loop, memory-bomb, panic-on-boom, huge-error, slow,
 /// read-file, read-env, socket, http, print, trap-every, refuse-init, noop (with

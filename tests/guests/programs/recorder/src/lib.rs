@@ -2,7 +2,8 @@
 //! lines to `settings.out` (a file in a pre-opened directory), in the encoding
 //! `settings.encoding` asks for. `retryable = N` answers the first N exports `retryable`
 //! (with `retry_delay_ms`, if set) before accepting; `partial = K` accepts every batch but
-//! reports K items rejected; `temporality` (metrics) is `cumulative` or `delta`.
+//! reports K items rejected; `temporality` (metrics) is `cumulative` or `delta`; `discard =
+//! true` accepts batches without writing them.
 
 use std::fs::File;
 use std::io::Write;
@@ -26,6 +27,9 @@ static OUT: Mutex<Option<File>> = Mutex::new(None);
 static RETRYABLE: AtomicU64 = AtomicU64::new(0);
 static RETRY_DELAY_MS: AtomicU64 = AtomicU64::new(u64::MAX);
 static PARTIAL: AtomicU64 = AtomicU64::new(0);
+/// `discard = true`: accept every batch without writing it (the no-op guest of the
+/// benchmarks' metric and log rows).
+static DISCARD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn value(v: &Value) -> Json {
     match v {
@@ -73,6 +77,7 @@ fn setup(settings: &[(String, String)], resource: &Resource) -> Result<Encoding,
         Ordering::Relaxed,
     );
     PARTIAL.store(number("partial")?.unwrap_or(0), Ordering::Relaxed);
+    DISCARD.store(get(settings, "discard").as_deref() == Some("true"), Ordering::Relaxed);
     let encoding = match get(settings, "encoding").as_deref() {
         None | Some("typed") => Encoding::Typed,
         Some("otlp") => Encoding::OtlpProtobuf,
@@ -81,6 +86,11 @@ fn setup(settings: &[(String, String)], resource: &Resource) -> Result<Encoding,
     };
     write(json!({"init": {"settings": settings, "resource": attrs(&resource.attributes)}}))?;
     Ok(encoding)
+}
+
+/// Whether batches are accepted unread (`discard`).
+fn discarding() -> bool {
+    DISCARD.load(Ordering::Relaxed)
 }
 
 /// `retryable` while the setting's count lasts.
@@ -126,6 +136,9 @@ impl Guest for Recorder {
 
     fn export(batch: Batch) -> Result<(), ExportError> {
         answer()?;
+        if discarding() {
+            return Ok(());
+        }
         match batch {
             Batch::OtlpProtobuf(bytes) => write(json!({"otlp": bytes})),
             Batch::OtlpJson(text) => write(json!({"otlp_json": text})),

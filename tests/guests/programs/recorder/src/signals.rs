@@ -8,7 +8,7 @@ use crate::lens::exporter::metric_types::{
     MetricBatch, MetricData, MetricNumber, MetricPreferences, Temporality,
 };
 use crate::lens::exporter::types::{Encoding, ExportError, Resource};
-use crate::{Recorder, answer, attrs, get, partial, setup, write};
+use crate::{Recorder, answer, attrs, discarding, get, partial, setup, write};
 
 fn number(n: &MetricNumber) -> Json {
     match n {
@@ -55,6 +55,9 @@ impl metric_exporter::Guest for Recorder {
 
     fn export(batch: MetricBatch) -> Result<(), ExportError> {
         answer()?;
+        if discarding() {
+            return Ok(());
+        }
         finish(match batch {
             MetricBatch::OtlpProtobuf(bytes) => write(json!({"otlp": bytes})),
             MetricBatch::OtlpJson(text) => write(json!({"otlp_json": text})),
@@ -114,6 +117,9 @@ impl log_exporter::Guest for Recorder {
 
     fn export(batch: LogBatch) -> Result<(), ExportError> {
         answer()?;
+        if discarding() {
+            return Ok(());
+        }
         finish(match batch {
             LogBatch::OtlpProtobuf(bytes) => write(json!({"otlp": bytes})),
             LogBatch::OtlpJson(text) => write(json!({"otlp_json": text})),
