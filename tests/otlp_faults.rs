@@ -59,6 +59,9 @@ fn a_collector_restart_loses_nothing(protocol: OtlpProtocol) {
         (TOTAL, TOTAL, 0),
         "a 3 s outage, shorter than the exporter's 10 s timeout, loses nothing: {e:?}"
     );
+    // The batches sent during the outage were retried, and none was given up.
+    assert!(e.retries > 0, "{e:?}");
+    assert_eq!(e.retries_exhausted, 0, "{e:?}");
     // The collector counted, after its restart, what it had not acknowledged before.
     let out = collector.wait_for("every span", |o| Collector::spans_counted(o) >= TOTAL);
     assert!(Collector::spans_counted(&out) >= TOTAL);
@@ -157,6 +160,7 @@ fn unavailable_with_retry_after_is_retried_until_accepted() {
     let (e, took) = stub.send_100_spans(10_000);
     assert_eq!((e.exported, e.dropped()), (100, 0), "{e:?}");
     assert_eq!(stub.answered(), ["503", "503", "200"]);
+    assert_eq!((e.retries, e.retries_exhausted), (2, 0), "{e:?}");
     // `Retry-After: 1` was honoured, twice.
     assert!(took >= Duration::from_secs(2), "{took:?}");
 }
@@ -167,6 +171,7 @@ fn a_bad_request_is_not_retried() {
     let (e, took) = stub.send_100_spans(10_000);
     assert_eq!((e.exported, e.dropped_export_failed), (0, 100), "{e:?}");
     assert_eq!(stub.answered(), ["400"]);
+    assert_eq!((e.retries, e.retries_exhausted), (0, 0), "{e:?}");
     assert!(
         took < Duration::from_secs(5),
         "no backoff for a permanent error: {took:?}"
@@ -187,4 +192,7 @@ fn an_endpoint_that_never_answers_is_bounded_and_counted() {
         "bounded by the timeouts: {took:?}"
     );
     assert!(!stub.answered().is_empty(), "the request did reach it");
+    // Every request the exporter sent is an attempt: the stub saw them all.
+    let attempts = stub.answered().len() as u64;
+    assert_eq!(e.retries, attempts - e.batches_failed, "{e:?}");
 }

@@ -85,7 +85,12 @@ impl ExporterStats {
 
     /// A batch is sent again after a retryable failure.
     pub(crate) fn record_retry(&self) {
-        self.retries.fetch_add(1, Relaxed);
+        self.record_retries(1);
+    }
+
+    /// `n` more attempts were made for one batch.
+    pub(crate) fn record_retries(&self, n: u64) {
+        self.retries.fetch_add(n, Relaxed);
     }
 
     /// A batch still failing retryably at its deadline was given up.

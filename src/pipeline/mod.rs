@@ -99,7 +99,8 @@ impl<'a> BuildContext<'a> {
         let processor = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings = OtlpSettings::resolve(o, &self.config.otlp, "traces", self.env);
-                let exporter = OtlpSpanExporter::build(name, &settings, &|| self.runtime())?;
+                let exporter = OtlpSpanExporter::build(name, &settings, &|| self.runtime())?
+                    .with_stats(stats.clone());
                 BatchSpanProcessor::new(exporter, batch, stats.clone())
             }
             ExporterSpec::Console(_) => {
@@ -135,7 +136,8 @@ impl<'a> BuildContext<'a> {
         let exporter = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings = OtlpSettings::resolve(o, &self.config.otlp, "metrics", self.env);
-                let exporter = OtlpMetricExporter::build(name, &settings, &|| self.runtime())?;
+                let exporter = OtlpMetricExporter::build(name, &settings, &|| self.runtime())?
+                    .with_stats(stats.clone());
                 MetricExporterKind::Otlp(Box::new(exporter))
             }
             ExporterSpec::Console(_) => {
@@ -187,7 +189,8 @@ impl<'a> BuildContext<'a> {
         let processor = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings = OtlpSettings::resolve(o, &self.config.otlp, "logs", self.env);
-                let exporter = OtlpLogExporter::build(name, &settings, &|| self.runtime())?;
+                let exporter = OtlpLogExporter::build(name, &settings, &|| self.runtime())?
+                    .with_stats(stats.clone());
                 BatchLogProcessor::new(exporter, batch, stats.clone())
             }
             ExporterSpec::Console(_) => {

@@ -2,6 +2,9 @@
 //!
 //! Batch processors call `export` from their own thread with no tokio runtime; tonic needs one.
 //! The gRPC exporters therefore get a small shared runtime and every call is driven on it.
+//! [`attempts`] counts the requests of each export, retries included.
+
+mod attempts;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +20,9 @@ use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 
+use crate::batch::ExporterStats;
 use crate::config::env::{EnvSource, otlp_endpoint, otlp_protocol};
+use attempts::{Attempts, CountingClient};
 use crate::config::{OtlpExporterSpec, OtlpProtocol};
 use crate::error::LensError;
 
@@ -99,7 +104,8 @@ fn retry_policy() -> opentelemetry_otlp::RetryPolicy {
 /// Builds an opentelemetry-otlp exporter (`SpanExporter`, `MetricExporter`, `LogExporter`: same builder
 /// shape, different types) for `settings`; gRPC ones are built inside their runtime.
 macro_rules! build_otlp {
-    ($exporter:path, $name:expr, $settings:expr, $runtime:expr) => {{
+    ($exporter:path, $name:expr, $settings:expr, $runtime:expr, $attempts:expr) => {{
+        let attempts: &Attempts = $attempts;
         let s: &OtlpSettings = $settings;
         let err = |e: crate::error::BoxError| {
             LensError::exporter(
@@ -121,6 +127,7 @@ macro_rules! build_otlp {
                     .with_endpoint(&s.endpoint)
                     .with_timeout(s.timeout)
                     .with_metadata(metadata(&s.headers).map_err(|e| err(e.into()))?)
+                    .with_interceptor(attempts.interceptor())
                     .with_retry_policy(retry_policy())
                     .build()
                     .map_err(|e| err(e.into()))?;
@@ -133,6 +140,10 @@ macro_rules! build_otlp {
                     .with_endpoint(&s.endpoint)
                     .with_timeout(s.timeout)
                     .with_headers(s.headers.clone())
+                    .with_http_client(
+                        CountingClient::new(s.timeout, attempts.clone())
+                            .map_err(|e| err(e.into()))?,
+                    )
                     .with_retry_policy(retry_policy())
                     .build()
                     .map_err(|e| err(e.into()))?;
@@ -159,6 +170,8 @@ async fn drive<F: std::future::Future>(
 pub struct OtlpSpanExporter {
     inner: opentelemetry_otlp::SpanExporter,
     runtime: Option<Arc<tokio::runtime::Runtime>>,
+    attempts: Attempts,
+    stats: Option<Arc<ExporterStats>>,
 }
 
 impl OtlpSpanExporter {
@@ -167,8 +180,21 @@ impl OtlpSpanExporter {
         s: &OtlpSettings,
         runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
     ) -> Result<Self, LensError> {
-        let (inner, runtime) = build_otlp!(opentelemetry_otlp::SpanExporter, name, s, runtime);
-        Ok(Self { inner, runtime })
+        let attempts = Attempts::default();
+        let (inner, runtime) =
+            build_otlp!(opentelemetry_otlp::SpanExporter, name, s, runtime, &attempts);
+        Ok(Self {
+            inner,
+            runtime,
+            attempts,
+            stats: None,
+        })
+    }
+
+    /// Counts its retries into `stats` (the processor's or reader's statistics).
+    pub(crate) fn with_stats(mut self, stats: Arc<ExporterStats>) -> Self {
+        self.stats = Some(stats);
+        self
     }
 }
 
@@ -181,7 +207,8 @@ fn protocol_name(p: OtlpProtocol) -> &'static str {
 
 impl SpanExporter for OtlpSpanExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        drive(&self.runtime, self.inner.export(batch)).await
+        let export = drive(&self.runtime, self.inner.export(batch));
+        self.attempts.export(self.stats.as_deref(), export).await
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
@@ -202,6 +229,8 @@ impl SpanExporter for OtlpSpanExporter {
 pub struct OtlpMetricExporter {
     inner: opentelemetry_otlp::MetricExporter,
     runtime: Option<Arc<tokio::runtime::Runtime>>,
+    attempts: Attempts,
+    stats: Option<Arc<ExporterStats>>,
 }
 
 impl OtlpMetricExporter {
@@ -210,14 +239,28 @@ impl OtlpMetricExporter {
         s: &OtlpSettings,
         runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
     ) -> Result<Self, LensError> {
-        let (inner, runtime) = build_otlp!(opentelemetry_otlp::MetricExporter, name, s, runtime);
-        Ok(Self { inner, runtime })
+        let attempts = Attempts::default();
+        let (inner, runtime) =
+            build_otlp!(opentelemetry_otlp::MetricExporter, name, s, runtime, &attempts);
+        Ok(Self {
+            inner,
+            runtime,
+            attempts,
+            stats: None,
+        })
+    }
+
+    /// Counts its retries into `stats` (the processor's or reader's statistics).
+    pub(crate) fn with_stats(mut self, stats: Arc<ExporterStats>) -> Self {
+        self.stats = Some(stats);
+        self
     }
 }
 
 impl PushMetricExporter for OtlpMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
-        drive(&self.runtime, self.inner.export(metrics)).await
+        let export = drive(&self.runtime, self.inner.export(metrics));
+        self.attempts.export(self.stats.as_deref(), export).await
     }
 
     fn force_flush(&self) -> OTelSdkResult {
@@ -238,6 +281,8 @@ impl PushMetricExporter for OtlpMetricExporter {
 pub struct OtlpLogExporter {
     inner: opentelemetry_otlp::LogExporter,
     runtime: Option<Arc<tokio::runtime::Runtime>>,
+    attempts: Attempts,
+    stats: Option<Arc<ExporterStats>>,
 }
 
 impl OtlpLogExporter {
@@ -246,14 +291,28 @@ impl OtlpLogExporter {
         s: &OtlpSettings,
         runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
     ) -> Result<Self, LensError> {
-        let (inner, runtime) = build_otlp!(opentelemetry_otlp::LogExporter, name, s, runtime);
-        Ok(Self { inner, runtime })
+        let attempts = Attempts::default();
+        let (inner, runtime) =
+            build_otlp!(opentelemetry_otlp::LogExporter, name, s, runtime, &attempts);
+        Ok(Self {
+            inner,
+            runtime,
+            attempts,
+            stats: None,
+        })
+    }
+
+    /// Counts its retries into `stats` (the processor's or reader's statistics).
+    pub(crate) fn with_stats(mut self, stats: Arc<ExporterStats>) -> Self {
+        self.stats = Some(stats);
+        self
     }
 }
 
 impl LogExporter for OtlpLogExporter {
     async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
-        drive(&self.runtime, self.inner.export(batch)).await
+        let export = drive(&self.runtime, self.inner.export(batch));
+        self.attempts.export(self.stats.as_deref(), export).await
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
