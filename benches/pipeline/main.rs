@@ -11,6 +11,7 @@
 mod app;
 mod encoders;
 mod export;
+mod outage;
 mod report;
 mod seed;
 mod signals;
@@ -126,7 +127,8 @@ struct Row {
 /// signals, encoders, seed, startup; repeatable) runs some sections and prints them without touching
 /// `docs/`; `--guest SUBSTRING` narrows the export section to matching rows; `--batches N` sets
 /// its number of batches (for profiling). `--only soak [--soak-s SECONDS]` runs the soak of a
-/// guest blocking in every call (never part of a full run).
+/// guest blocking in every call, `--only outage` a run through a collector outage (neither is
+/// part of a full run).
 struct Opts {
     quick: bool,
     only: Vec<String>,
@@ -207,6 +209,9 @@ fn main() {
     }
     if opts.only.iter().any(|s| s == "soak") {
         soak::soak(&opts);
+    }
+    if opts.only.iter().any(|s| s == "outage") {
+        outage::outage(&opts, &mut rows);
     }
     let mem = "Peak linear memory per exporter instance, MiB";
     rows.extend(memory.into_iter().map(|(name, bytes)| Row {
