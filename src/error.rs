@@ -247,19 +247,26 @@ pub enum LoadError {
     },
     /// It exports exporter interfaces, but not the one of the signal it is configured for.
     #[error(
-        "is configured under [{signal}] but does not export `{expected}` (it exports {}); build it for the `{world}` or `all-signals` world",
-        listed(exports)
+        "is configured under [{signal}] but does not export `lens:exporter/{}@0.3.0` (it exports {}); build it for the `{}` or `all-signals` world",
+        signal_interface(signal).0,
+        listed(exports),
+        signal_interface(signal).1
     )]
     SignalNotExported {
-        /// The config section, e.g. `metrics`.
+        /// The config section: `traces`, `metrics` or `logs`.
         signal: &'static str,
-        /// The interface that signal needs.
-        expected: String,
-        /// The world exporting only that interface.
-        world: &'static str,
         /// What it exports.
         exports: Vec<String>,
     },
+}
+
+/// The exporter interface and the single-signal world of a config section.
+fn signal_interface(signal: &str) -> (&'static str, &'static str) {
+    match signal {
+        "metrics" => ("metric-exporter", "metrics"),
+        "logs" => ("log-exporter", "logs"),
+        _ => ("span-exporter", "exporter"),
+    }
 }
 
 fn quoted(items: &[String]) -> String {

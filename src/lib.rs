@@ -1,7 +1,7 @@
 //! # Lens
 //!
-//! OpenTelemetry (traces, metrics, logs) for multi-rank ML training jobs, with custom span
-//! exporters running as sandboxed WebAssembly components. The Rust counterpart of NeMo Lens: its defaults, environment,
+//! OpenTelemetry (traces, metrics, logs) for multi-rank ML training jobs, with custom
+//! exporters of every signal running as sandboxed WebAssembly components. The Rust counterpart of NeMo Lens: its defaults, environment,
 //! export decisions and resource, checked against the real package (`tests/parity/`).
 //!
 //! ```text
@@ -15,14 +15,14 @@
 //!  │  (spans)   (one keep/drop       (closes open spans  ├► BatchSpanProcessor ─► console  │
 //!  │             per rank)            at shutdown)       ├► BatchSpanProcessor ─► wasm ──┐ │
 //!  │                                                     └► processors added later       │ │
-//!  │  Meter ─► PeriodicReader ─► OTLP / console (or an injected reader)                  │ │
-//!  │  log / tracing ─► LogBridge ─► Logger ─► BatchLogProcessor ─► OTLP / console        │ │
+//!  │  Meter ─► PeriodicReader ─► OTLP / console / wasm (or an injected reader) ──────────┤ │
+//!  │  log / tracing ─► LogBridge ─► Logger ─► BatchLogProcessor ─► OTLP / console / wasm ┤ │
 //!  └─────────────────────────────────────────────────────────────────────────────────────┼─┘
 //!                   wasmtime sandbox: memory cap, deadlines, granted capabilities ◄───────┘
 //! ```
 //!
-//! Every span that reaches a batch processor is either exported or counted as dropped, per
-//! exporter ([`DeliveryStats`]). A batch processor exports one batch at a time, or up to
+//! Every span, metric data point and log record that reaches an exporter is either exported or
+//! counted as dropped, by reason, per exporter ([`DeliveryStats`]), retries included. A batch processor exports one batch at a time, or up to
 //! `batch.max_concurrent_exports` at once; a wasm exporter then runs one sandboxed instance per
 //! concurrent export.
 //!
@@ -38,15 +38,16 @@
 //! | [`logs`] | Lens's batch log processor, the `log` and `tracing` bridges | `config`, `batch` |
 //! | [`instruments`] | NeMo Lens's inference, RL and Gym instruments | `semconv` |
 //! | [`propagation`] | the W3C propagator, `inject_context`/`extract_context`, the launcher's `TRACEPARENT` | `config` |
-//! | `encoding` | how a batch reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
+//! | `encoding` | how a batch of spans, metrics or log records reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
+//! | `metrics` | the in-memory metric reader, [`data_points`] | `encoding` |
 //! | [`exporter`] | the native exporters of spans, metrics and log records: OTLP, console, none | `config`, `encoding` |
-//! | [`wasm`] | the sandbox host: engine, load, cache, grants, instances, lanes with backoff | `config`, `batch`, `encoding`, `bindings` |
-//! | `pipeline` | assembly: config entries become batch processors and readers | `exporter`, `wasm`, `trace`, `logs` |
+//! | [`wasm`] | the sandbox host: engine, load, cache, grants, interfaces, instances, lanes with backoff and retries, the span, metric and log exporters | `config`, `batch`, `encoding`, `bindings` |
+//! | `pipeline` | assembly: config entries become batch processors and readers (metric exporters counted per data point) | `exporter`, `wasm`, `trace`, `logs` |
 //! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install) and [`TelemetryHandle`] | `pipeline` and below |
-//! | [`check`] | what `lens check` runs: validation, timings, conformance suite (feature `testing`) | `wasm`, `testing` |
-//! | [`testing`] | the oracle exporter and the span fixtures (feature `testing`) | `exporter` |
+//! | [`check`] | what `lens check` runs: validation, timings, a conformance suite per exporter interface (feature `testing`) | `wasm`, `encoding`, `testing` |
+//! | [`testing`] | the oracle exporter, the span fixtures, metric collections and log records of every kind (feature `testing`) | `exporter`, `metrics` |
 //! | `error` | every error type, and [`FaultKind`] (a leaf) | — |
-//! | `bindings` | the host side generated from `wit/exporter.wit` (a leaf) | — |
+//! | `bindings` | the host side generated from `wit/` (`lens:exporter@0.3.0`; a leaf) | — |
 //!
 //! No module imports from a module above it in this table: the native exporters and the wasm
 //! host know nothing of each other, and only `pipeline` sees both.

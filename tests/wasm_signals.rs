@@ -133,8 +133,7 @@ fn one_component_serves_three_signals_each_with_its_own_instance_and_counts() {
     let last_tokens = collections
         .iter()
         .flat_map(|b| b["metrics"].as_array().unwrap().clone())
-        .filter(|m| m["name"] == "tokens")
-        .last()
+        .rfind(|m| m["name"] == "tokens")
         .unwrap();
     assert_eq!(last_tokens["kind"], "sum");
     assert_eq!(

@@ -69,8 +69,16 @@ fn run(outage: bool, timeout_ms: u64) -> (u64, u64, f64) {
 pub fn outage(_opts: &Opts, rows: &mut Vec<Row>) {
     for (name, outage, timeout_ms) in [
         ("no outage (the baseline)", false, 10_000),
-        ("outage, retries within the default 10 s `timeout_ms`", true, 10_000),
-        ("outage, retries within 0.5 s (`timeout_ms = 500`)", true, 500),
+        (
+            "outage, retries within the default 10 s `timeout_ms`",
+            true,
+            10_000,
+        ),
+        (
+            "outage, retries within 0.5 s (`timeout_ms = 500`)",
+            true,
+            500,
+        ),
     ] {
         let (exported, lost, rate) = run(outage, timeout_ms);
         println!("{name}: exported {exported}, lost {lost}, {rate:.0} exported spans/s");

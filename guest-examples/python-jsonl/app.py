@@ -302,4 +302,3 @@ class LogExporter(exports.LogExporter):
 
     def shutdown(self):
         Sink.close()
-

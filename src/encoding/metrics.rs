@@ -176,50 +176,58 @@ fn data<T: Number>(d: &MetricData<T>) -> wit::MetricData {
                 is_monotonic: s.is_monotonic(),
             })
         }
-        MetricData::Histogram(h) => {
-            let (start, time) = (unix_nanos(h.start_time()), unix_nanos(h.time()));
-            wit::MetricData::Histogram(wit::Histogram {
-                data_points: h
-                    .data_points()
-                    .map(|p| wit::HistogramDataPoint {
-                        attributes: attributes(p.attributes()),
-                        start_time: start,
-                        time,
-                        count: p.count(),
-                        sum: p.sum().f64(),
-                        min: p.min().map(Number::f64),
-                        max: p.max().map(Number::f64),
-                        explicit_bounds: p.bounds().collect(),
-                        bucket_counts: p.bucket_counts().collect(),
-                        exemplars: exemplars(p.exemplars()),
-                    })
-                    .collect(),
-                temporality: temporality(h.temporality()),
-            })
-        }
+        MetricData::Histogram(h) => wit::MetricData::Histogram(histogram(h)),
         MetricData::ExponentialHistogram(h) => {
-            let (start, time) = (unix_nanos(h.start_time()), unix_nanos(h.time()));
-            wit::MetricData::ExponentialHistogram(wit::ExponentialHistogram {
-                data_points: h
-                    .data_points()
-                    .map(|p| wit::ExponentialHistogramDataPoint {
-                        attributes: attributes(p.attributes()),
-                        start_time: start,
-                        time,
-                        count: p.count() as u64,
-                        sum: p.sum().f64(),
-                        min: p.min().map(Number::f64),
-                        max: p.max().map(Number::f64),
-                        scale: p.scale(),
-                        zero_count: p.zero_count(),
-                        zero_threshold: p.zero_threshold(),
-                        positive: bucket(p.positive_bucket()),
-                        negative: bucket(p.negative_bucket()),
-                        exemplars: exemplars(p.exemplars()),
-                    })
-                    .collect(),
-                temporality: temporality(h.temporality()),
-            })
+            wit::MetricData::ExponentialHistogram(exponential_histogram(h))
         }
+    }
+}
+
+fn histogram<T: Number>(h: &opentelemetry_sdk::metrics::data::Histogram<T>) -> wit::Histogram {
+    let (start, time) = (unix_nanos(h.start_time()), unix_nanos(h.time()));
+    wit::Histogram {
+        data_points: h
+            .data_points()
+            .map(|p| wit::HistogramDataPoint {
+                attributes: attributes(p.attributes()),
+                start_time: start,
+                time,
+                count: p.count(),
+                sum: p.sum().f64(),
+                min: p.min().map(Number::f64),
+                max: p.max().map(Number::f64),
+                explicit_bounds: p.bounds().collect(),
+                bucket_counts: p.bucket_counts().collect(),
+                exemplars: exemplars(p.exemplars()),
+            })
+            .collect(),
+        temporality: temporality(h.temporality()),
+    }
+}
+
+fn exponential_histogram<T: Number>(
+    h: &opentelemetry_sdk::metrics::data::ExponentialHistogram<T>,
+) -> wit::ExponentialHistogram {
+    let (start, time) = (unix_nanos(h.start_time()), unix_nanos(h.time()));
+    wit::ExponentialHistogram {
+        data_points: h
+            .data_points()
+            .map(|p| wit::ExponentialHistogramDataPoint {
+                attributes: attributes(p.attributes()),
+                start_time: start,
+                time,
+                count: p.count() as u64,
+                sum: p.sum().f64(),
+                min: p.min().map(Number::f64),
+                max: p.max().map(Number::f64),
+                scale: p.scale(),
+                zero_count: p.zero_count(),
+                zero_threshold: p.zero_threshold(),
+                positive: bucket(p.positive_bucket()),
+                negative: bucket(p.negative_bucket()),
+                exemplars: exemplars(p.exemplars()),
+            })
+            .collect(),
+        temporality: temporality(h.temporality()),
     }
 }

@@ -21,8 +21,6 @@ pub(crate) mod otlp_bytes;
 pub(crate) mod otlp_json;
 pub(crate) mod typed;
 
-#[cfg(all(test, feature = "testing"))]
-mod signal_tests;
 #[cfg(test)]
 mod tests;
 

@@ -2,6 +2,9 @@
 //! typed records, byte for byte against `opentelemetry-proto` + `prost` for OTLP bytes, and read
 //! back by `opentelemetry-proto`'s serde model for OTLP/JSON.
 
+#[cfg(feature = "testing")]
+mod signals;
+
 use opentelemetry::trace::{Link, Span, TraceContextExt, Tracer, TracerProvider};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;

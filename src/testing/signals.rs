@@ -161,8 +161,7 @@ pub fn record_logs(f: impl FnOnce(&opentelemetry_sdk::logs::SdkLogger)) -> LogRe
         .with_log_processor(keep.clone())
         .build();
     f(&provider.logger("lens.check"));
-    let records = keep.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    records
+    keep.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// Every body type OTLP has: none, string, bool, integer, double, bytes, a list and a map

@@ -80,32 +80,41 @@ fn rank_counters(meter: &Meter, core: &StatsSource) -> Instruments {
     ]
 }
 
+/// An observable counter read from every exporter (of the signal `only`, if given), with the
+/// exporter's name and signal added to the attributes `f` gives each value.
+fn counter(
+    meter: &Meter,
+    core: &StatsSource,
+    name: &'static str,
+    description: &'static str,
+    unit: &'static str,
+    only: Option<&'static str>,
+    f: fn(&ExporterSnapshot, Observe<'_>),
+) -> Box<dyn std::any::Any + Send + Sync> {
+    let c = core.clone();
+    Box::new(
+        meter
+            .u64_observable_counter(name)
+            .with_description(description)
+            .with_unit(unit)
+            .with_callback(move |o: &dyn AsyncInstrument<u64>| {
+                let stats = c();
+                for (signal, e) in each(&stats).filter(|(s, _)| only.is_none_or(|o| o == *s)) {
+                    f(e, &|value, attrs| {
+                        let mut all = exporter(signal, e).to_vec();
+                        all.extend(attrs);
+                        o.observe(value, &all)
+                    });
+                }
+            })
+            .build(),
+    )
+}
+
 /// The per-exporter counters, each observed once per exporter (plus its own attributes).
 fn exporter_counters(meter: &Meter, core: &StatsSource) -> Instruments {
-    let counter = |name: &'static str,
-                   description: &'static str,
-                   unit: &'static str,
-                   only: Option<&'static str>,
-                   f: fn(&ExporterSnapshot, Observe<'_>)| {
-        let c = core.clone();
-        Box::new(
-            meter
-                .u64_observable_counter(name)
-                .with_description(description)
-                .with_unit(unit)
-                .with_callback(move |o: &dyn AsyncInstrument<u64>| {
-                    let stats = c();
-                    for (signal, e) in each(&stats).filter(|(s, _)| only.is_none_or(|o| o == *s)) {
-                        f(e, &|value, attrs| {
-                            let mut all = exporter(signal, e).to_vec();
-                            all.extend(attrs);
-                            o.observe(value, &all)
-                        });
-                    }
-                })
-                .build(),
-        ) as Box<dyn std::any::Any + Send + Sync>
-    };
+    let counter =
+        |name, description, unit, only, f| counter(meter, core, name, description, unit, only, f);
     let per_exporter = |name, description, unit, f| counter(name, description, unit, None, f);
     let items = |e: &ExporterSnapshot, obs: Observe<'_>| {
         for (outcome, v) in [

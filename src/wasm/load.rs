@@ -9,7 +9,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, InstancePre, Linker};
 
 use super::cache::ArtifactCache;
-use super::interface::{GuestInterface, Signal, WIT_VERSION};
+use super::interface::{GuestInterface, Signal};
 use super::sandbox::HostState;
 use crate::error::LoadError;
 
@@ -288,12 +288,6 @@ impl LoadedComponent {
             .copied()
             .ok_or_else(|| LoadError::SignalNotExported {
                 signal: signal.as_str(),
-                expected: format!("lens:exporter/{}@{WIT_VERSION}", signal.interface()),
-                world: match signal {
-                    Signal::Traces => "exporter",
-                    Signal::Metrics => "metrics",
-                    Signal::Logs => "logs",
-                },
                 exports: self.exports.clone(),
             })
     }

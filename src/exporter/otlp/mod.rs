@@ -2,7 +2,7 @@
 //!
 //! Batch processors call `export` from their own thread with no tokio runtime; tonic needs one.
 //! The gRPC exporters therefore get a small shared runtime and every call is driven on it.
-//! [`attempts`] counts the requests of each export, retries included.
+//! The `attempts` module counts the requests of each export, retries included.
 
 mod attempts;
 
@@ -22,9 +22,9 @@ use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 
 use crate::batch::ExporterStats;
 use crate::config::env::{EnvSource, otlp_endpoint, otlp_protocol};
-use attempts::{Attempts, CountingClient};
 use crate::config::{OtlpExporterSpec, OtlpProtocol};
 use crate::error::LensError;
+use attempts::{Attempts, CountingClient};
 
 /// The runtime tonic runs on; one per installation, shared by its gRPC exporters.
 pub(crate) fn grpc_runtime() -> Result<Arc<tokio::runtime::Runtime>, LensError> {
@@ -181,8 +181,13 @@ impl OtlpSpanExporter {
         runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
     ) -> Result<Self, LensError> {
         let attempts = Attempts::default();
-        let (inner, runtime) =
-            build_otlp!(opentelemetry_otlp::SpanExporter, name, s, runtime, &attempts);
+        let (inner, runtime) = build_otlp!(
+            opentelemetry_otlp::SpanExporter,
+            name,
+            s,
+            runtime,
+            &attempts
+        );
         Ok(Self {
             inner,
             runtime,
@@ -240,8 +245,13 @@ impl OtlpMetricExporter {
         runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
     ) -> Result<Self, LensError> {
         let attempts = Attempts::default();
-        let (inner, runtime) =
-            build_otlp!(opentelemetry_otlp::MetricExporter, name, s, runtime, &attempts);
+        let (inner, runtime) = build_otlp!(
+            opentelemetry_otlp::MetricExporter,
+            name,
+            s,
+            runtime,
+            &attempts
+        );
         Ok(Self {
             inner,
             runtime,

@@ -77,7 +77,10 @@ fn setup(settings: &[(String, String)], resource: &Resource) -> Result<Encoding,
         Ordering::Relaxed,
     );
     PARTIAL.store(number("partial")?.unwrap_or(0), Ordering::Relaxed);
-    DISCARD.store(get(settings, "discard").as_deref() == Some("true"), Ordering::Relaxed);
+    DISCARD.store(
+        get(settings, "discard").as_deref() == Some("true"),
+        Ordering::Relaxed,
+    );
     let encoding = match get(settings, "encoding").as_deref() {
         None | Some("typed") => Encoding::Typed,
         Some("otlp") => Encoding::OtlpProtobuf,

@@ -10,11 +10,11 @@ use opentelemetry_sdk::metrics::Temporality;
 use prost::Message;
 use serde_json::Value as Json;
 
-use super::logs::encode_logs;
-use super::metrics::{data_points, encode_metrics};
 use crate::bindings::log_types::{AnyValue, LogBatch as WitLogBatch};
 use crate::bindings::metric_types::{MetricBatch, MetricData, MetricNumber, Temporality as Wit};
 use crate::bindings::types::Encoding;
+use crate::encoding::logs::encode_logs;
+use crate::encoding::metrics::{data_points, encode_metrics};
 use crate::testing::{every_log_body, every_metric_kind};
 
 fn resource() -> Resource {
