@@ -215,7 +215,10 @@ fn guest_health_is_reported_as_lens_metrics() {
         find("lens.exporter.traps"),
         [r#"["hostile", "traces", "unreachable"]=1"#]
     );
-    assert_eq!(find("lens.exporter.restarts"), [r#"["hostile"]=1"#]);
+    assert_eq!(
+        find("lens.exporter.restarts"),
+        [r#"["hostile", "traces"]=1"#]
+    );
     let memory = find("lens.exporter.memory.peak");
     assert_eq!(memory.len(), 1);
     let bytes: u64 = memory[0].rsplit('=').next().unwrap().parse().unwrap();

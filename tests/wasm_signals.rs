@@ -318,6 +318,11 @@ fn a_metric_or_log_guest_refusing_init_is_disabled_and_the_rank_trains() {
     let stats = handle.stats();
     let logs = stats.log_exporter("picky").unwrap();
     assert_eq!((logs.received, logs.dropped_disabled), (1, 1));
+    // The reader still collects for a disabled metric exporter: its points count as dropped.
+    let metrics = stats.metric_exporter("picky").unwrap();
+    assert!(metrics.received >= 1, "{metrics:?}");
+    assert_eq!(metrics.dropped_disabled, metrics.received, "{metrics:?}");
+    assert_eq!(metrics.exported, 0);
     for e in [logs, stats.metric_exporter("picky").unwrap()] {
         assert!(
             e.disabled

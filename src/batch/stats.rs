@@ -162,6 +162,13 @@ impl ExporterStats {
         self.record_batch(spans, ok, elapsed);
     }
 
+    /// Records `items` received and dropped for `reason` at once (a metric collection for an
+    /// exporter disabled at setup).
+    pub(crate) fn record_direct_dropped(&self, reason: DropReason, items: u64) {
+        self.received.fetch_add(items, Relaxed);
+        self.record_dropped(reason, items);
+    }
+
     /// Records `spans` spans handed to an exporter already shut down, outside Lens's batch
     /// processor: received and dropped at shutdown.
     pub fn record_direct_after_shutdown(&self, spans: u64) {

@@ -9,7 +9,7 @@ use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 
-use crate::batch::ExporterStats;
+use crate::batch::{DropReason, ExporterStats};
 use crate::encoding::metrics::data_points;
 use crate::exporter::{ConsoleMetricExporter, OtlpMetricExporter};
 use crate::wasm::WasmMetricExporter;
@@ -23,6 +23,8 @@ pub enum MetricExporterKind {
     Console(ConsoleMetricExporter),
     /// A sandboxed component (it counts its own data points, retries included).
     Wasm(WasmMetricExporter),
+    /// A wasm exporter disabled at setup: every data point collected is counted as dropped.
+    Disabled,
 }
 
 /// A config entry's metric exporter with its statistics: every data point collected is
@@ -47,6 +49,12 @@ impl PushMetricExporter for CountedMetricExporter {
             MetricExporterKind::Otlp(e) => e.export(metrics).await,
             MetricExporterKind::Console(e) => e.export(metrics).await,
             MetricExporterKind::Wasm(e) => return e.export(metrics).await,
+            MetricExporterKind::Disabled => {
+                let points = data_points(metrics);
+                self.stats
+                    .record_direct_dropped(DropReason::Disabled, points);
+                return Ok(());
+            }
         };
         self.stats
             .record_direct_export(data_points(metrics), result.is_ok(), started.elapsed());
@@ -58,6 +66,7 @@ impl PushMetricExporter for CountedMetricExporter {
             MetricExporterKind::Otlp(e) => e.force_flush(),
             MetricExporterKind::Console(e) => e.force_flush(),
             MetricExporterKind::Wasm(e) => e.force_flush(),
+            MetricExporterKind::Disabled => Ok(()),
         }
     }
 
@@ -66,6 +75,7 @@ impl PushMetricExporter for CountedMetricExporter {
             MetricExporterKind::Otlp(e) => e.shutdown_with_timeout(timeout),
             MetricExporterKind::Console(e) => e.shutdown_with_timeout(timeout),
             MetricExporterKind::Wasm(e) => e.shutdown_with_timeout(timeout),
+            MetricExporterKind::Disabled => Ok(()),
         }
     }
 
@@ -74,6 +84,7 @@ impl PushMetricExporter for CountedMetricExporter {
             MetricExporterKind::Otlp(e) => e.temporality(),
             MetricExporterKind::Console(e) => e.temporality(),
             MetricExporterKind::Wasm(e) => e.temporality(),
+            MetricExporterKind::Disabled => Temporality::Cumulative,
         }
     }
 }

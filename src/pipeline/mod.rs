@@ -125,8 +125,8 @@ impl<'a> BuildContext<'a> {
         Ok((Box::new(processor), stats))
     }
 
-    /// A periodic reader for a metric exporter entry, with its statistics (no reader for
-    /// `kind = "none"` or a disabled wasm exporter; no statistics for `none`).
+    /// A periodic reader for a metric exporter entry, with its statistics (neither for
+    /// `kind = "none"`).
     pub(crate) fn metric_reader(
         &self,
         spec: &ExporterSpec,
@@ -153,9 +153,8 @@ impl<'a> BuildContext<'a> {
                     Err(source) => {
                         let error = crate::wasm::setup_error(name, w, source);
                         let error = disable_or_fail(w, error, "data points")?;
-                        // Nothing collects for it: its data points are never produced.
                         stats.record_disabled(error.to_string());
-                        return Ok((None, Some(stats)));
+                        MetricExporterKind::Disabled
                     }
                 }
             }

@@ -137,11 +137,13 @@ pub fn load(
         .exports(engine)
         .map(|(name, _)| name.to_string())
         .collect();
+    // What it needs from the host is checked first: a component with foreign imports is
+    // refused for them, whatever it exports.
+    let pre = link(&component, engine, &imports)?;
     let interfaces = GuestInterface::detect(&exports);
     if interfaces.is_empty() {
         return Err(missing_export(exports));
     }
-    let pre = link(&component, engine, &imports)?;
     Ok(LoadedComponent {
         pre,
         interfaces,
