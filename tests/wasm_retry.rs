@@ -83,6 +83,14 @@ fn in_a_pipeline_produced_equals_exported_plus_dropped_by_reason() {
                 "typed",
                 &[("partial", "2")],
             )),
+            // Claims to reject more than it was given.
+            ExporterSpec::Wasm(recorder_at(
+                dir.path(),
+                "liar",
+                "liar.jsonl",
+                "typed",
+                &[("partial", "1000")],
+            )),
         ],
     };
     let handle = Telemetry::builder(config)
@@ -106,4 +114,6 @@ fn in_a_pipeline_produced_equals_exported_plus_dropped_by_reason() {
     assert_eq!(picky.dropped_rejected, 2 * batches);
     assert_eq!(picky.exported + picky.dropped(), 50);
     assert_eq!(picky.exported, 50 - 2 * batches);
+    let liar = stats.exporter("liar").unwrap();
+    assert_eq!((liar.exported, liar.dropped_rejected), (0, 50), "{liar:?}");
 }

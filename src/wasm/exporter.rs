@@ -207,11 +207,12 @@ impl Lanes {
         self.call_outcome(lane, job).map(|_| ())
     }
 
-    /// Exports the batch `make` encodes for the lane's instance (from what it asked for in
-    /// `init`, and the resource), sending it again while the guest calls it retryable and the
-    /// export deadline allows.
+    /// Exports the batch of `items` items that `make` encodes for the lane's instance (from
+    /// what it asked for in `init`, and the resource), sending it again while the guest calls
+    /// it retryable and the export deadline allows.
     pub(crate) fn export(
         &self,
+        items: u64,
         make: impl FnOnce(&Preferences, &Resource) -> Payload,
     ) -> OTelSdkResult {
         let mut lane = self.acquire();
@@ -234,6 +235,8 @@ impl Lanes {
                     payload,
                 }) => (message, delay, payload),
                 Ok(Outcome::Partial { rejected, message }) => {
+                    // A guest claiming more than the batch cannot unbalance the counts.
+                    let rejected = rejected.min(items);
                     self.factory.stats.record_rejected(rejected);
                     log::warn!(
                         "wasm exporter `{}`: {rejected} of the batch rejected: {message}",

@@ -70,9 +70,10 @@ impl WasmLogExporter {
 
 impl LogExporter for WasmLogExporter {
     async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
-        self.lanes.export(|preferences, resource| {
-            Payload::Logs(encode_logs(&batch, resource, preferences.encoding))
-        })
+        self.lanes
+            .export(batch.iter().count() as u64, |preferences, resource| {
+                Payload::Logs(encode_logs(&batch, resource, preferences.encoding))
+            })
     }
 
     fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {

@@ -86,7 +86,7 @@ impl PushMetricExporter for WasmMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
         let points = data_points(metrics);
         let started = Instant::now();
-        let result = self.lanes.export(|preferences, _| {
+        let result = self.lanes.export(points, |preferences, _| {
             Payload::Metrics(encode_metrics(metrics, preferences.encoding))
         });
         self.stats

@@ -66,7 +66,8 @@ impl WasmSpanExporter {
 
 impl SpanExporter for WasmSpanExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        self.lanes.export(|_, _| Payload::Spans(batch))
+        self.lanes
+            .export(batch.len() as u64, |_, _| Payload::Spans(batch))
     }
 
     fn force_flush(&self) -> OTelSdkResult {
