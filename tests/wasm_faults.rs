@@ -163,6 +163,15 @@ fn with_two_instances_batches_avoid_the_one_backing_off() {
     assert_eq!(hostile_counts(&handle), (30, 30, 30, 3, 2));
 }
 
+/// A data point as `[values of its attributes sorted by key]=value` (the SDK may hand the
+/// attributes in any order).
+fn point<'a>(attrs: impl Iterator<Item = &'a lens::opentelemetry::KeyValue>, value: u64) -> String {
+    let mut attrs: Vec<_> = attrs.collect();
+    attrs.sort_by_key(|kv| kv.key.clone());
+    let values: Vec<String> = attrs.iter().map(|kv| kv.value.to_string()).collect();
+    format!("{values:?}={value}")
+}
+
 #[test]
 fn guest_health_is_reported_as_lens_metrics() {
     let reader = lens::InMemoryMetricReader::new();
@@ -185,26 +194,10 @@ fn guest_health_is_reported_as_lens_metrics() {
         {
             match m.data() {
                 AggregatedMetrics::U64(MetricData::Sum(s)) => {
-                    out.extend(s.data_points().map(|p| {
-                        format!(
-                            "{:?}={}",
-                            p.attributes()
-                                .map(|kv| kv.value.to_string())
-                                .collect::<Vec<_>>(),
-                            p.value()
-                        )
-                    }))
+                    out.extend(s.data_points().map(|p| point(p.attributes(), p.value())))
                 }
                 AggregatedMetrics::U64(MetricData::Gauge(g)) => {
-                    out.extend(g.data_points().map(|p| {
-                        format!(
-                            "{:?}={}",
-                            p.attributes()
-                                .map(|kv| kv.value.to_string())
-                                .collect::<Vec<_>>(),
-                            p.value()
-                        )
-                    }))
+                    out.extend(g.data_points().map(|p| point(p.attributes(), p.value())))
                 }
                 _ => {}
             }
@@ -213,7 +206,8 @@ fn guest_health_is_reported_as_lens_metrics() {
     };
     assert_eq!(
         find("lens.exporter.traps"),
-        [r#"["hostile", "traces", "unreachable"]=1"#]
+        // exporter, kind, signal
+        [r#"["hostile", "unreachable", "traces"]=1"#]
     );
     assert_eq!(
         find("lens.exporter.restarts"),
