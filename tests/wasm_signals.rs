@@ -333,3 +333,68 @@ fn a_metric_or_log_guest_refusing_init_is_disabled_and_the_rank_trains() {
         );
     }
 }
+
+#[test]
+fn a_metric_or_log_guest_that_traps_is_rebuilt_and_its_items_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let trapping = |name: &str, file: &str| {
+        ExporterSpec::Wasm(recorder_at(
+            dir.path(),
+            name,
+            file,
+            "typed",
+            &[("panic_on", "boom")],
+        ))
+    };
+    let resource = Resource::builder_empty().build();
+    // Metrics: a collection holding the instrument `boom` traps; the next one goes through a
+    // fresh instance.
+    let ExporterSpec::Wasm(m) = trapping("m", "m.jsonl") else {
+        unreachable!()
+    };
+    let (metrics, stats) = WasmMetricExporter::from_config("m", &m, &resource).unwrap();
+    let reader = lens::InMemoryMetricReader::new();
+    let provider = lens::opentelemetry_sdk::metrics::SdkMeterProvider::builder()
+        .with_reader(reader.clone())
+        .build();
+    use lens::opentelemetry::metrics::MeterProvider as _;
+    provider.meter("t").u64_counter("boom").build().add(1, &[]);
+    let with_boom = reader.get_metrics_data().unwrap();
+    let err = futures_executor::block_on(metrics.export(&with_boom)).unwrap_err();
+    assert!(err.to_string().contains("unreachable"), "{err}");
+    let fine = every_metric_kind(Temporality::Cumulative);
+    futures_executor::block_on(metrics.export(&fine)).unwrap();
+    let s = stats.snapshot();
+    assert_eq!(s.traps.values().sum::<u64>(), 1, "{s:?}");
+    assert_eq!(s.restarts, 1);
+    assert_eq!(
+        (s.received, s.exported, s.dropped_export_failed),
+        (11, 10, 1)
+    );
+
+    // Logs, in a pipeline: the record `boom` takes its batch down with it; the rank goes on.
+    let handle = install(Vec::new(), Vec::new(), vec![trapping("l", "l.jsonl")]).unwrap();
+    let bridge = handle.log_bridge(log::LevelFilter::Info, "t");
+    let say = |text: &str| {
+        log::Log::log(
+            &bridge,
+            &log::Record::builder()
+                .level(log::Level::Info)
+                .target("t")
+                .args(format_args!("{text}"))
+                .build(),
+        );
+        handle.force_flush(T).unwrap_or(());
+    };
+    say("boom");
+    say("fine");
+    handle.shutdown(T).unwrap();
+    let stats = handle.stats();
+    let l = stats.log_exporter("l").unwrap();
+    assert_eq!(
+        (l.received, l.exported, l.dropped_export_failed),
+        (2, 1, 1),
+        "{l:?}"
+    );
+    assert_eq!(l.restarts, 1, "{l:?}");
+}

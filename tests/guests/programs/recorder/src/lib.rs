@@ -3,7 +3,8 @@
 //! `settings.encoding` asks for. `retryable = N` answers the first N exports `retryable`
 //! (with `retry_delay_ms`, if set) before accepting; `partial = K` accepts every batch but
 //! reports K items rejected; `temporality` (metrics) is `cumulative` or `delta`; `discard =
-//! true` accepts batches without writing them.
+//! true` accepts batches without writing them; `panic_on = NAME` panics (traps) on a typed
+//! batch holding a span, metric or log body of that name.
 
 use std::fs::File;
 use std::io::Write;
@@ -30,6 +31,8 @@ static PARTIAL: AtomicU64 = AtomicU64::new(0);
 /// `discard = true`: accept every batch without writing it (the no-op guest of the
 /// benchmarks' metric and log rows).
 static DISCARD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `panic_on`: the name that makes a typed export trap.
+static PANIC_ON: Mutex<Option<String>> = Mutex::new(None);
 
 fn value(v: &Value) -> Json {
     match v {
@@ -81,6 +84,7 @@ fn setup(settings: &[(String, String)], resource: &Resource) -> Result<Encoding,
         get(settings, "discard").as_deref() == Some("true"),
         Ordering::Relaxed,
     );
+    *PANIC_ON.lock().unwrap() = get(settings, "panic_on");
     let encoding = match get(settings, "encoding").as_deref() {
         None | Some("typed") => Encoding::Typed,
         Some("otlp") => Encoding::OtlpProtobuf,
@@ -94,6 +98,15 @@ fn setup(settings: &[(String, String)], resource: &Resource) -> Result<Encoding,
 /// Whether batches are accepted unread (`discard`).
 fn discarding() -> bool {
     DISCARD.load(Ordering::Relaxed)
+}
+
+/// Traps when one of `names` is the `panic_on` setting.
+fn panic_on<'a>(mut names: impl Iterator<Item = &'a str>) {
+    if let Some(bad) = PANIC_ON.lock().unwrap().clone()
+        && names.any(|n| n == bad)
+    {
+        panic!("a batch holding `{bad}`");
+    }
 }
 
 /// `retryable` while the setting's count lasts.
@@ -146,6 +159,7 @@ impl Guest for Recorder {
             Batch::OtlpProtobuf(bytes) => write(json!({"otlp": bytes})),
             Batch::OtlpJson(text) => write(json!({"otlp_json": text})),
             Batch::Typed(groups) => {
+                panic_on(groups.iter().flat_map(|g| g.spans.iter().map(|s| s.name.as_str())));
                 let mut spans = Vec::new();
                 for g in &groups {
                     for s in &g.spans {

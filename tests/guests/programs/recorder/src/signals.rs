@@ -8,7 +8,7 @@ use crate::lens::exporter::metric_types::{
     MetricBatch, MetricData, MetricNumber, MetricPreferences, Temporality,
 };
 use crate::lens::exporter::types::{Encoding, ExportError, Resource};
-use crate::{Recorder, answer, attrs, discarding, get, partial, setup, write};
+use crate::{Recorder, answer, attrs, discarding, get, panic_on, partial, setup, write};
 
 fn number(n: &MetricNumber) -> Json {
     match n {
@@ -62,6 +62,11 @@ impl metric_exporter::Guest for Recorder {
             MetricBatch::OtlpProtobuf(bytes) => write(json!({"otlp": bytes})),
             MetricBatch::OtlpJson(text) => write(json!({"otlp_json": text})),
             MetricBatch::Typed(scopes) => {
+                panic_on(
+                    scopes
+                        .iter()
+                        .flat_map(|s| s.metrics.iter().map(|m| m.name.as_str())),
+                );
                 let mut metrics = Vec::new();
                 for s in &scopes {
                     for m in &s.metrics {
@@ -124,6 +129,12 @@ impl log_exporter::Guest for Recorder {
             LogBatch::OtlpProtobuf(bytes) => write(json!({"otlp": bytes})),
             LogBatch::OtlpJson(text) => write(json!({"otlp_json": text})),
             LogBatch::Typed(scopes) => {
+                panic_on(scopes.iter().flat_map(|s| {
+                    s.records.iter().filter_map(|r| match &r.body {
+                        AnyValue::String(b) => Some(b.as_str()),
+                        _ => None,
+                    })
+                }));
                 let mut records = Vec::new();
                 for s in &scopes {
                     for r in &s.records {
