@@ -165,43 +165,50 @@ async fn drive<F: std::future::Future>(
     }
 }
 
-/// An OTLP span exporter, driven on its own runtime when it speaks gRPC.
-#[derive(Debug)]
-pub struct OtlpSpanExporter {
-    inner: opentelemetry_otlp::SpanExporter,
-    runtime: Option<Arc<tokio::runtime::Runtime>>,
-    attempts: Attempts,
-    stats: Option<Arc<ExporterStats>>,
+/// An OTLP exporter type of one signal: opentelemetry-otlp's exporter, the runtime it is
+/// driven on (gRPC), the count of its requests and the statistics its retries go to. The trait
+/// implementations, which differ per signal, follow each.
+macro_rules! otlp_exporter {
+    ($(#[$doc:meta])* $name:ident, $inner:path) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name {
+            inner: $inner,
+            runtime: Option<Arc<tokio::runtime::Runtime>>,
+            attempts: Attempts,
+            stats: Option<Arc<ExporterStats>>,
+        }
+
+        impl $name {
+            pub(crate) fn build(
+                name: &str,
+                s: &OtlpSettings,
+                runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
+            ) -> Result<Self, LensError> {
+                let attempts = Attempts::default();
+                let (inner, runtime) = build_otlp!($inner, name, s, runtime, &attempts);
+                Ok(Self {
+                    inner,
+                    runtime,
+                    attempts,
+                    stats: None,
+                })
+            }
+
+            /// Counts its retries into `stats` (the processor's or reader's statistics).
+            pub(crate) fn with_stats(mut self, stats: Arc<ExporterStats>) -> Self {
+                self.stats = Some(stats);
+                self
+            }
+        }
+    };
 }
 
-impl OtlpSpanExporter {
-    pub(crate) fn build(
-        name: &str,
-        s: &OtlpSettings,
-        runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
-    ) -> Result<Self, LensError> {
-        let attempts = Attempts::default();
-        let (inner, runtime) = build_otlp!(
-            opentelemetry_otlp::SpanExporter,
-            name,
-            s,
-            runtime,
-            &attempts
-        );
-        Ok(Self {
-            inner,
-            runtime,
-            attempts,
-            stats: None,
-        })
-    }
-
-    /// Counts its retries into `stats` (the processor's or reader's statistics).
-    pub(crate) fn with_stats(mut self, stats: Arc<ExporterStats>) -> Self {
-        self.stats = Some(stats);
-        self
-    }
-}
+otlp_exporter!(
+    /// An OTLP span exporter, driven on its own runtime when it speaks gRPC.
+    OtlpSpanExporter,
+    opentelemetry_otlp::SpanExporter
+);
 
 fn protocol_name(p: OtlpProtocol) -> &'static str {
     match p {
@@ -229,43 +236,11 @@ impl SpanExporter for OtlpSpanExporter {
     }
 }
 
-/// An OTLP metric exporter, driven on its own runtime when it speaks gRPC.
-#[derive(Debug)]
-pub struct OtlpMetricExporter {
-    inner: opentelemetry_otlp::MetricExporter,
-    runtime: Option<Arc<tokio::runtime::Runtime>>,
-    attempts: Attempts,
-    stats: Option<Arc<ExporterStats>>,
-}
-
-impl OtlpMetricExporter {
-    pub(crate) fn build(
-        name: &str,
-        s: &OtlpSettings,
-        runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
-    ) -> Result<Self, LensError> {
-        let attempts = Attempts::default();
-        let (inner, runtime) = build_otlp!(
-            opentelemetry_otlp::MetricExporter,
-            name,
-            s,
-            runtime,
-            &attempts
-        );
-        Ok(Self {
-            inner,
-            runtime,
-            attempts,
-            stats: None,
-        })
-    }
-
-    /// Counts its retries into `stats` (the processor's or reader's statistics).
-    pub(crate) fn with_stats(mut self, stats: Arc<ExporterStats>) -> Self {
-        self.stats = Some(stats);
-        self
-    }
-}
+otlp_exporter!(
+    /// An OTLP metric exporter, driven on its own runtime when it speaks gRPC.
+    OtlpMetricExporter,
+    opentelemetry_otlp::MetricExporter
+);
 
 impl PushMetricExporter for OtlpMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
@@ -286,38 +261,11 @@ impl PushMetricExporter for OtlpMetricExporter {
     }
 }
 
-/// An OTLP log exporter, driven on its own runtime when it speaks gRPC.
-#[derive(Debug)]
-pub struct OtlpLogExporter {
-    inner: opentelemetry_otlp::LogExporter,
-    runtime: Option<Arc<tokio::runtime::Runtime>>,
-    attempts: Attempts,
-    stats: Option<Arc<ExporterStats>>,
-}
-
-impl OtlpLogExporter {
-    pub(crate) fn build(
-        name: &str,
-        s: &OtlpSettings,
-        runtime: &dyn Fn() -> Result<Arc<tokio::runtime::Runtime>, LensError>,
-    ) -> Result<Self, LensError> {
-        let attempts = Attempts::default();
-        let (inner, runtime) =
-            build_otlp!(opentelemetry_otlp::LogExporter, name, s, runtime, &attempts);
-        Ok(Self {
-            inner,
-            runtime,
-            attempts,
-            stats: None,
-        })
-    }
-
-    /// Counts its retries into `stats` (the processor's or reader's statistics).
-    pub(crate) fn with_stats(mut self, stats: Arc<ExporterStats>) -> Self {
-        self.stats = Some(stats);
-        self
-    }
-}
+otlp_exporter!(
+    /// An OTLP log exporter, driven on its own runtime when it speaks gRPC.
+    OtlpLogExporter,
+    opentelemetry_otlp::LogExporter
+);
 
 impl LogExporter for OtlpLogExporter {
     async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
