@@ -12,7 +12,13 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let built = build_guests(
         &here.join("guest-examples"),
-        &["rust-jsonl", "rust-vendor-http"],
+        // The Rust SDK is a path dependency of both.
+        &[
+            "rust-jsonl",
+            "rust-vendor-http",
+            "../sdk/rust/src",
+            "../sdk/rust/Cargo.toml",
+        ],
         &here.join("guest-examples/.tools/rust-target"),
         &["lens_jsonl_exporter", "lens_vendor_http_exporter"],
     );

@@ -45,14 +45,25 @@ build_c() {
 }
 
 build_python() {
-  step "python: python-jsonl (componentize-py $COMPONENTIZE_PY_VERSION)"
-  local venv="$tools/venv"
+  step "python: python-jsonl, python-seed (componentize-py $COMPONENTIZE_PY_VERSION, the Python SDK)"
+  local venv="$tools/venv" sdk="$here/../sdk/python" deps="$tools/python-sdk-deps"
   if ! "$venv/bin/componentize-py" --version 2>/dev/null | grep -q "$COMPONENTIZE_PY_VERSION"; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check "componentize-py==$COMPONENTIZE_PY_VERSION"
   fi
-  "$venv/bin/componentize-py" -d "$wit" -w all-signals componentize -p "$here/python-jsonl" app \
-    -o "$dist/python-jsonl.wasm" >/dev/null
+  # The SDK's pure-Python dependencies (the real opentelemetry-sdk), bundled into each component.
+  if ! cmp -s "$sdk/requirements.txt" "$deps/.requirements.txt"; then
+    rm -rf "$deps"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --target "$deps" -r "$sdk/requirements.txt"
+    cp "$sdk/requirements.txt" "$deps/.requirements.txt"
+  fi
+  "$venv/bin/componentize-py" -d "$wit" -w all-signals componentize -p "$sdk" -p "$deps" \
+    -p "$here/python-jsonl" app -o "$dist/python-jsonl.wasm" >/dev/null
+  "$venv/bin/componentize-py" -d "$wit" -w exporter componentize -p "$sdk" -p "$deps" \
+    -p "$here/python-seed" app -o "$dist/python-seed.wasm" >/dev/null
+  # Not an example: the SDK's test guest (tests/python_sdk.rs).
+  "$venv/bin/componentize-py" -d "$wit" -w exporter componentize -p "$sdk" -p "$deps" \
+    -p "$sdk/tests/guest" app -o "$dist/python-sdk-fields.wasm" >/dev/null
 }
 
 build_js() {

@@ -168,6 +168,28 @@ fn passes_with_a_file(wasm: &str) -> String {
     stdout
 }
 
+/// The NeMo Lens page's `MyBackendExporter` on the Python SDK: one `send` (line) per span.
+#[test]
+fn the_python_seed_example_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let preopen = format!("{}:/out:rw", dir.path().display());
+    let wasm = dist("python-seed.wasm");
+    let (code, stdout, stderr) = check(&[
+        wasm.to_str().unwrap(),
+        "--preopen",
+        &preopen,
+        "--setting",
+        "path=/out/sent.jsonl",
+        "--call-timeout-ms",
+        "30000",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.trim_end().ends_with("PASS"), "{stdout}");
+    assert!(!stdout.contains("metric-exporter"), "{stdout}");
+    let sent = std::fs::read_to_string(dir.path().join("sent.jsonl")).unwrap();
+    assert_eq!(sent.lines().count(), SPANS);
+}
+
 /// Lines the conformance suites make a JSON-lines guest write: one empty batch, 1 + 1 + 1 + 2
 /// spans, 10,240 spans.
 const SPANS: usize = 1 + 1 + 1 + 2 + 10_240;

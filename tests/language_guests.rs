@@ -24,14 +24,22 @@ enum Output {
     Stdout,
 }
 
-/// Runs the same spans through the guest and the native exporter; returns both, sorted.
-fn run(name: &str, wasm: PathBuf, output: Output, spans: usize) -> (Vec<Json>, Vec<Json>) {
+/// Runs the same spans through the guest (given `extra` settings) and the native exporter;
+/// returns both, sorted.
+fn run(
+    name: &str,
+    wasm: PathBuf,
+    output: Output,
+    extra: &[(&str, &str)],
+    spans: usize,
+) -> (Vec<Json>, Vec<Json>) {
     let capture = capture_log();
     let dir = tempfile::tempdir().unwrap();
-    let settings = match output {
+    let mut settings: std::collections::BTreeMap<String, String> = match output {
         Output::File => [("path".to_string(), "/out/guest-{dl.rank}.jsonl".to_string())].into(),
         Output::Stdout => Default::default(),
     };
+    settings.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let config = LensConfig {
         run_id: "lang".into(),
         metrics_enabled: false,
@@ -145,7 +153,11 @@ fn run(name: &str, wasm: PathBuf, output: Output, spans: usize) -> (Vec<Json>, V
 }
 
 fn same_as_native(name: &str, wasm: PathBuf, output: Output) {
-    let (guest, native) = run(name, wasm, output, 150);
+    same_as_native_with(name, wasm, output, &[]);
+}
+
+fn same_as_native_with(name: &str, wasm: PathBuf, output: Output, extra: &[(&str, &str)]) {
+    let (guest, native) = run(name, wasm, output, extra, 150);
     assert_eq!(guest.len(), 300, "{name}");
     for (g, n) in guest.iter().zip(&native) {
         assert_eq!(g, n, "{name}");
@@ -159,6 +171,18 @@ fn builtin_rust_guest_matches_native() {
         "builtin",
         lens::wasm::builtin::write_jsonl_exporter(dir.path()).unwrap(),
         Output::File,
+    );
+}
+
+/// The built-in reads typed batches by default; the SDK's views over OTLP protobuf bytes, read
+/// in place, must write the same lines.
+#[test]
+fn builtin_rust_guest_on_otlp_protobuf_batches_matches_native() {
+    same_as_native_with(
+        "builtin-protobuf",
+        dist("rust-jsonl.wasm"),
+        Output::File,
+        &[("encoding", "otlp-protobuf")],
     );
 }
 

@@ -4,17 +4,15 @@
 use std::collections::HashMap;
 
 use lens::TelemetryHandle;
-use lens::opentelemetry::trace::{
-    Span, SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState, Tracer,
-};
-use lens::opentelemetry::{Array, Context, KeyValue, Value};
+use lens::opentelemetry::trace::{Span, Tracer};
+use lens::opentelemetry::{Array, KeyValue, Value};
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::trace::SpanExporter;
 use lens::testing::RICH_ROOT;
 use lens::wasm::WasmSpanExporter;
 use lens_test_support::otlp_resource_int;
 use lens_test_support::pipeline::T;
-use lens_test_support::wasm::{install, lines, recorder_spec};
+use lens_test_support::wasm::{install, lines, recorder_spec, remote_parent};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 use serde_json::Value as Json;
@@ -24,15 +22,7 @@ fn produce(handle: &TelemetryHandle, bulk: usize) {
     lens::testing::end_rich_trace(handle.tracer_provider());
     let tracer = handle.tracer("trainer");
     // A remote parent with a trace state, and more attributes than the span limit (128).
-    let remote = SpanContext::new(
-        TraceId::from(0x5b8e_0000_0000_0000_0000_0000_0000_0001),
-        SpanId::from(0x00f0_67aa_0ba9_02b7),
-        TraceFlags::SAMPLED,
-        true,
-        TraceState::from_key_value([("vendor", "a1"), ("lens", "b2")]).unwrap(),
-    );
-    let mut limited =
-        tracer.start_with_context("limited", &Context::new().with_remote_span_context(remote));
+    let mut limited = tracer.start_with_context("limited", &remote_parent());
     for i in 0..130 {
         limited.set_attribute(KeyValue::new(format!("k{i}"), i));
     }

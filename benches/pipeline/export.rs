@@ -19,16 +19,24 @@ const BOUNDARY: &str = "No-op guest boundary cost, µs per span (batches of 512 
 fn guests(builtin: &Path, dir: &Path) -> Vec<(String, WasmExporterSpec)> {
     let mut fuel = jsonl_spec(builtin.to_path_buf(), dir);
     fuel.fuel_per_call = Some(1 << 40);
+    let mut protobuf = jsonl_spec(builtin.to_path_buf(), dir);
+    protobuf
+        .settings
+        .insert("encoding".into(), "otlp-protobuf".into());
     let mut js = jsonl_spec(dist("js-jsonl.wasm"), dir);
     js.settings.clear();
     js.forward_stdio = Some(false);
     vec![
         (
-            "Rust JSON-lines guest (typed)".into(),
+            "Rust JSON-lines guest on the SDK (typed)".into(),
             jsonl_spec(builtin.to_path_buf(), dir),
         ),
         (
-            "Rust JSON-lines guest (typed), fuel metered too".into(),
+            "Rust JSON-lines guest on the SDK (OTLP bytes read in place)".into(),
+            protobuf,
+        ),
+        (
+            "Rust JSON-lines guest on the SDK (typed), fuel metered too".into(),
             fuel,
         ),
         ("no-op guest, typed".into(), noop_spec("typed")),

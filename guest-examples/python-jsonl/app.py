@@ -1,304 +1,234 @@
-"""JSON lines exporter in Python (componentize-py): the same lines as the Rust example, for
-spans, metrics and log records (world `all-signals`; the host runs one instance per signal).
-
-It asks for `otlp-json` batches: one string per batch that CPython's C `json` module parses,
-which costs a fraction of turning typed records into Python objects.
+"""JSON lines exporter in Python: the same lines as the Rust example, for spans, metrics and log
+records, written as OpenTelemetry Python SDK exporters (`SpanExporter`, `MetricExporter`,
+`LogExporter`) and run in the sandbox by the Lens Python SDK (`lens_exporter_sdk`), which hands
+them `ReadableSpan`s, `MetricsData` and `ReadableLogRecord`s.
 
 Settings: `path` (a file in a pre-opened directory; `{key}` expands to a resource attribute)
 or none for stdout; for metrics, `temporality` (`cumulative`, the default, or `delta`).
 """
 
-import base64
 import json
 import math
 import sys
 
-from componentize_py_types import Err
-from wit_world import exports
-from wit_world.imports import log_types, metric_types, types
+import lens_exporter_sdk
+from opentelemetry.sdk._logs.export import LogExporter as OtelLogExporter
+from opentelemetry.sdk._logs.export import LogRecordExportResult
+from opentelemetry.sdk.metrics import Counter, Histogram, UpDownCounter
+from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
+    ExponentialHistogram,
+    Gauge,
+    MetricExportResult,
+    Sum,
+)
+from opentelemetry.sdk.metrics.export import MetricExporter as OtelMetricExporter
+from opentelemetry.sdk.trace.export import SpanExporter as OtelSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
 
-# OTLP `Span.SpanKind` numbers.
-KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
-STATUS = {1: "ok", 2: "error"}
-# OTLP `AggregationTemporality` numbers.
-TEMPORALITY = {1: "delta", 2: "cumulative"}
-ZERO_ID = "0000000000000000"
 # One encoder for every line: `json.dumps` with options builds a new one per call.
 ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def value(v):
-    # OTLP/JSON `AnyValue`: one member; 64-bit integers arrive as decimal strings.
-    if "stringValue" in v:
-        return v["stringValue"]
-    if "intValue" in v:
-        return int(v["intValue"])
-    if "doubleValue" in v:
-        x = float(v["doubleValue"])  # also "NaN", "Infinity"
-        return x if math.isfinite(x) else None  # `null`, as the other exporters write it
-    if "boolValue" in v:
-        return v["boolValue"]
-    if "arrayValue" in v:
-        return [value(x) for x in v["arrayValue"].get("values", ())]
-    if "kvlistValue" in v:
-        return attributes(v["kvlistValue"].get("values", ()))
-    if "bytesValue" in v:
-        return list(base64.b64decode(v["bytesValue"]))
-    return None
+def plain(v):
+    """An attribute value as the other exporters write it: non-finite floats are `null`, bytes
+    a list of numbers, maps objects."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, (tuple, list)):
+        return [plain(x) for x in v]
+    if isinstance(v, bytes):
+        return list(v)
+    if isinstance(v, dict):
+        return attributes(v)
+    return v
 
 
-def attributes(kvs):
-    return {kv["key"]: value(kv["value"]) for kv in kvs}
+def attributes(attrs):
+    return {k: plain(v) for k, v in (attrs or {}).items()}
 
 
-def status(s):
-    code = STATUS.get(s.get("code", 0), "unset")
-    if code == "error":
-        return {"code": code, "message": s.get("message", "")}
-    return {"code": code}
+class Lines:
+    """One output file (or stdout) with one write per batch: every write is a host call."""
+
+    def __init__(self, settings):
+        path = settings.get("path")
+        if path is None:
+            self.out = sys.stdout
+            return
+        for key, v in settings.resource.attributes.items():
+            path = path.replace("{" + key + "}", v if isinstance(v, str) else json.dumps(v))
+        try:
+            self.out = open(path, "a", encoding="utf-8")
+        except OSError as e:
+            raise OSError(
+                f"cannot open {path}: {e} (is its directory pre-opened read-write?)"
+            ) from e
+
+    def write(self, lines):
+        self.out.write("".join(ENCODE(line) + "\n" for line in lines))
+        self.out.flush()
+
+    def close(self):
+        if self.out is not sys.stdout:
+            self.out.close()
 
 
-def resource_value(v):
-    # `init` still gets the typed resource: every variant case carries `.value`.
-    return list(v.value) if isinstance(v, types.Value_Bytes) else v.value
+class WritesLines:
+    """What the three exporters share: their output, flushed and closed with them."""
+
+    lines: Lines
+
+    def force_flush(self, timeout_millis=30_000):
+        self.lines.out.flush()
+        return True
+
+    def shutdown(self, timeout_millis=30_000, **kwargs):
+        self.lines.close()
 
 
-class Sink:
-    """The instance's output: one per instance, since each signal has its own."""
-
-    out = None
-    open = False
-
-    @staticmethod
-    def start(settings, resource):
-        path = dict(settings).get("path")
-        if path is not None:
-            for kv in resource.attributes:
-                v = resource_value(kv.value)
-                path = path.replace("{" + kv.key + "}", v if isinstance(v, str) else json.dumps(v))
-            try:
-                Sink.out = open(path, "a", encoding="utf-8")
-            except OSError as e:
-                raise Err(
-                    f"cannot open {path}: {e} (is its directory pre-opened read-write?)"
-                ) from e
-        else:
-            Sink.out = sys.stdout
-        Sink.open = True
-
-    @staticmethod
-    def batch(batch, expected):
-        if not Sink.open:
-            raise Err(types.ExportError_Rejected("export after shutdown"))
-        if not isinstance(batch, expected):
-            raise Err(types.ExportError_Rejected("this exporter asked for otlp-json batches"))
-        return json.loads(batch.value)
-
-    @staticmethod
-    def write(lines):
-        # One write per batch: every write is a host call.
-        Sink.out.write("\n".join(lines) + ("\n" if lines else ""))
-        Sink.out.flush()
-
-    @staticmethod
-    def flush():
-        if Sink.out is not None:
-            Sink.out.flush()
-
-    @staticmethod
-    def close():
-        if not Sink.open:
-            raise Err("already shut down")
-        Sink.open = False
-        if Sink.out is not sys.stdout:
-            Sink.out.close()
+def hex_id(i, width):
+    return format(i, f"0{width}x")
 
 
-class SpanExporter(exports.SpanExporter):
-    def init(self, settings, resource):
-        Sink.start(settings, resource)
-        # OTLP/JSON: parsed by CPython's C `json` module, far cheaper than typed records.
-        return types.Encoding.OTLP_JSON
+class SpanLines(WritesLines, OtelSpanExporter):
+    def __init__(self, settings):
+        self.lines = Lines(settings)
 
-    def export(self, batch):
-        request = Sink.batch(batch, types.Batch_OtlpJson)
-        lines = []
-        for rs in request.get("resourceSpans", ()):
-            for group in rs.get("scopeSpans", ()):
-                scope = group["scope"].get("name", "")
-                for s in group.get("spans", ()):
-                    start = int(s.get("startTimeUnixNano", 0))
-                    end = int(s.get("endTimeUnixNano", 0))
-                    line = {
-                        "name": s.get("name", ""),
-                        "trace_id": s["traceId"],
-                        "span_id": s["spanId"],
-                        "parent_span_id": s.get("parentSpanId", ZERO_ID),
-                        "kind": KINDS.get(s.get("kind"), "internal"),
-                        "start_unix_nano": start,
-                        "end_unix_nano": end,
-                        "duration_ns": max(0, end - start),
-                        "status": status(s.get("status", {})),
-                        "attributes": attributes(s.get("attributes", ())),
-                        "events": [
-                            {
-                                "name": e.get("name", ""),
-                                "time_unix_nano": int(e.get("timeUnixNano", 0)),
-                                "attributes": attributes(e.get("attributes", ())),
-                            }
-                            for e in s.get("events", ())
-                        ],
-                        "links": [
-                            {
-                                "trace_id": link["traceId"],
-                                "span_id": link["spanId"],
-                                "attributes": attributes(link.get("attributes", ())),
-                            }
-                            for link in s.get("links", ())
-                        ],
-                        "scope": scope,
+    def export(self, spans):
+        self.lines.write(
+            {
+                "name": s.name,
+                "trace_id": hex_id(s.context.trace_id, 32),
+                "span_id": hex_id(s.context.span_id, 16),
+                "parent_span_id": hex_id(s.parent.span_id if s.parent else 0, 16),
+                "kind": s.kind.name.lower(),
+                "start_unix_nano": s.start_time,
+                "end_unix_nano": s.end_time,
+                "duration_ns": max(0, s.end_time - s.start_time),
+                "status": (
+                    {"code": "error", "message": s.status.description or ""}
+                    if not s.status.is_ok
+                    else {"code": s.status.status_code.name.lower()}
+                ),
+                "attributes": attributes(s.attributes),
+                "events": [
+                    {
+                        "name": e.name,
+                        "time_unix_nano": e.timestamp,
+                        "attributes": attributes(e.attributes),
                     }
-                    lines.append(ENCODE(line))
-        Sink.write(lines)
-
-    def force_flush(self):
-        Sink.flush()
-
-    def shutdown(self):
-        Sink.close()
-
-
-def number(point):
-    if "asDouble" in point:
-        return point["asDouble"]
-    return int(point.get("asInt", 0))
-
-
-def point_line(metric, kind, p, scope):
-    start = p.get("startTimeUnixNano")
-    return {
-        "name": metric.get("name", ""),
-        "description": metric.get("description", ""),
-        "unit": metric.get("unit", ""),
-        "kind": kind,
-        "attributes": attributes(p.get("attributes", ())),
-        "start_unix_nano": int(start) if start not in (None, "0", 0) else None,
-        "time_unix_nano": int(p.get("timeUnixNano", 0)),
-        "scope": scope,
-    }
-
-
-def metric_lines(m, scope):
-    if "gauge" in m:
-        for p in m["gauge"].get("dataPoints", ()):
-            yield dict(point_line(m, "gauge", p, scope), value=number(p))
-    elif "sum" in m:
-        s = m["sum"]
-        for p in s.get("dataPoints", ()):
-            yield dict(
-                point_line(m, "sum", p, scope),
-                value=number(p),
-                monotonic=bool(s.get("isMonotonic", False)),
-                temporality=TEMPORALITY.get(s.get("aggregationTemporality"), "unspecified"),
-            )
-    elif "histogram" in m:
-        h = m["histogram"]
-        for p in h.get("dataPoints", ()):
-            yield dict(
-                point_line(m, "histogram", p, scope),
-                count=int(p.get("count", 0)),
-                sum=p.get("sum"),
-                min=p.get("min"),
-                max=p.get("max"),
-                bounds=p.get("explicitBounds", []),
-                bucket_counts=[int(c) for c in p.get("bucketCounts", ())],
-                temporality=TEMPORALITY.get(h.get("aggregationTemporality"), "unspecified"),
-            )
-    elif "exponentialHistogram" in m:
-        h = m["exponentialHistogram"]
-        for p in h.get("dataPoints", ()):
-            buckets = {
-                side: {
-                    "offset": p.get(side, {}).get("offset", 0),
-                    "counts": [int(c) for c in p.get(side, {}).get("bucketCounts", ())],
-                }
-                for side in ("positive", "negative")
+                    for e in s.events
+                ],
+                "links": [
+                    {
+                        "trace_id": hex_id(link.context.trace_id, 32),
+                        "span_id": hex_id(link.context.span_id, 16),
+                        "attributes": attributes(link.attributes),
+                    }
+                    for link in s.links
+                ],
+                "scope": s.instrumentation_scope.name,
             }
-            yield dict(
-                point_line(m, "exponential_histogram", p, scope),
-                count=int(p.get("count", 0)),
-                sum=p.get("sum"),
-                min=p.get("min"),
-                max=p.get("max"),
-                scale=p.get("scale", 0),
-                zero_count=int(p.get("zeroCount", 0)),
-                temporality=TEMPORALITY.get(h.get("aggregationTemporality"), "unspecified"),
-                **buckets,
-            )
+            for s in spans
+        )
+        return SpanExportResult.SUCCESS
 
 
-class MetricExporter(exports.MetricExporter):
-    def init(self, settings, resource):
-        wanted = dict(settings).get("temporality", "cumulative")
-        temporality = {
-            "cumulative": metric_types.Temporality.CUMULATIVE,
-            "delta": metric_types.Temporality.DELTA,
-        }.get(wanted)
-        if temporality is None:
-            raise Err(f"`temporality` must be cumulative or delta, not `{wanted}`")
-        Sink.start(settings, resource)
-        return metric_types.MetricPreferences(types.Encoding.OTLP_JSON, temporality)
+def temporality_name(t):
+    return {
+        AggregationTemporality.DELTA: "delta",
+        AggregationTemporality.CUMULATIVE: "cumulative",
+    }.get(t, "unspecified")
+
+
+def point_lines(metric, scope):
+    data = metric.data
+    kind = {Gauge: "gauge", Sum: "sum", ExponentialHistogram: "exponential_histogram"}.get(
+        type(data), "histogram"
+    )
+    for p in data.data_points:
+        line = {
+            "name": metric.name,
+            "description": metric.description or "",
+            "unit": metric.unit or "",
+            "kind": kind,
+            "attributes": attributes(p.attributes),
+            "start_unix_nano": p.start_time_unix_nano or None,
+            "time_unix_nano": p.time_unix_nano,
+            "scope": scope,
+        }
+        if kind in ("gauge", "sum"):
+            line["value"] = p.value
+        else:
+            line.update(count=p.count, sum=p.sum, min=p.min, max=p.max)
+        if kind == "sum":
+            line["monotonic"] = data.is_monotonic
+        if kind == "histogram":
+            line.update(bounds=list(p.explicit_bounds), bucket_counts=list(p.bucket_counts))
+        if kind == "exponential_histogram":
+            line.update(scale=p.scale, zero_count=p.zero_count)
+            for side, b in (("positive", p.positive), ("negative", p.negative)):
+                line[side] = {"offset": b.offset, "counts": list(b.bucket_counts)}
+        if kind != "gauge":
+            line["temporality"] = temporality_name(data.aggregation_temporality)
+        yield line
+
+
+class MetricLines(WritesLines, OtelMetricExporter):
+    def __init__(self, settings):
+        wanted = settings.get("temporality", "cumulative")
+        if wanted not in ("cumulative", "delta"):
+            raise ValueError(f"`temporality` must be cumulative or delta, not `{wanted}`")
+        temporality = (
+            AggregationTemporality.DELTA if wanted == "delta" else AggregationTemporality.CUMULATIVE
+        )
+        super().__init__(
+            preferred_temporality={
+                Counter: temporality,
+                UpDownCounter: temporality,
+                Histogram: temporality,
+            }
+        )
+        self.lines = Lines(settings)
+
+    def export(self, metrics_data, timeout_millis=10_000, **kwargs):
+        self.lines.write(
+            line
+            for rm in metrics_data.resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+            for line in point_lines(m, sm.scope.name)
+        )
+        return MetricExportResult.SUCCESS
+
+
+class LogLines(WritesLines, OtelLogExporter):
+    def __init__(self, settings):
+        self.lines = Lines(settings)
 
     def export(self, batch):
-        request = Sink.batch(batch, metric_types.MetricBatch_OtlpJson)
-        lines = []
-        for rm in request.get("resourceMetrics", ()):
-            for group in rm.get("scopeMetrics", ()):
-                scope = group.get("scope", {}).get("name", "")
-                for m in group.get("metrics", ()):
-                    lines.extend(ENCODE(line) for line in metric_lines(m, scope))
-        Sink.write(lines)
+        self.lines.write(
+            {
+                "time_unix_nano": r.log_record.timestamp,
+                "observed_unix_nano": r.log_record.observed_timestamp,
+                "severity_text": r.log_record.severity_text,
+                "severity_number": r.log_record.severity_number.value
+                if r.log_record.severity_number
+                else None,
+                "body": plain(r.log_record.body),
+                "attributes": attributes(r.log_record.attributes),
+                "event_name": r.log_record.event_name,
+                "trace_id": hex_id(r.log_record.trace_id, 32) if r.log_record.trace_id else None,
+                "span_id": hex_id(r.log_record.span_id, 16) if r.log_record.span_id else None,
+                "scope": r.instrumentation_scope.name,
+            }
+            for r in batch
+        )
+        return LogRecordExportResult.SUCCESS
 
-    def force_flush(self):
-        Sink.flush()
 
-    def shutdown(self):
-        Sink.close()
-
-
-class LogExporter(exports.LogExporter):
-    def init(self, settings, resource):
-        Sink.start(settings, resource)
-        return types.Encoding.OTLP_JSON
-
-    def export(self, batch):
-        request = Sink.batch(batch, log_types.LogBatch_OtlpJson)
-        lines = []
-        for rl in request.get("resourceLogs", ()):
-            for group in rl.get("scopeLogs", ()):
-                scope = group.get("scope", {}).get("name", "")
-                for r in group.get("logRecords", ()):
-                    time = r.get("timeUnixNano")
-                    lines.append(
-                        ENCODE(
-                            {
-                                "time_unix_nano": int(time) if time not in (None, "0", 0) else None,
-                                "observed_unix_nano": int(r.get("observedTimeUnixNano", 0)) or None,
-                                "severity_text": r.get("severityText") or None,
-                                "severity_number": r.get("severityNumber") or None,
-                                "body": value(r["body"]) if r.get("body") else None,
-                                "attributes": attributes(r.get("attributes", ())),
-                                "event_name": r.get("eventName") or None,
-                                "trace_id": r.get("traceId") or None,
-                                "span_id": r.get("spanId") or None,
-                                "scope": scope,
-                            }
-                        )
-                    )
-        Sink.write(lines)
-
-    def force_flush(self):
-        Sink.flush()
-
-    def shutdown(self):
-        Sink.close()
+# The registration: componentize-py looks for these three names in the app module.
+SpanExporter = lens_exporter_sdk.span_exporter(SpanLines)
+MetricExporter = lens_exporter_sdk.metric_exporter(MetricLines)
+LogExporter = lens_exporter_sdk.log_exporter(LogLines)

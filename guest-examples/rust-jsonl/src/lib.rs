@@ -1,4 +1,4 @@
-//! JSON lines exporter for spans, metrics and logs (world `all-signals`): one compact JSON
+//! JSON lines exporter for spans, metrics and logs, on the Lens Rust SDK: one compact JSON
 //! object per span, per metric data point, per log record. The host runs one instance per
 //! signal, each with the settings of its own config entry.
 //!
@@ -7,6 +7,7 @@
 //!   `/out/rank-{dl.rank}.jsonl`; `{key}` is replaced by that resource attribute. Without
 //!   `path`, lines go to stdout (which the host forwards to its log).
 //! - `include_resource`: `true` to add the resource to every line (default `false`).
+//! - `encoding` (spans): `typed` (default) or `otlp-protobuf` (read in place by the SDK's views).
 //! - `temporality` (metrics): `cumulative` (default), `delta` or `low-memory`.
 
 mod logs;
@@ -15,167 +16,117 @@ mod spans;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
-use std::sync::Mutex;
 
-use serde_json::{Map, Value as Json, json};
+use lens_exporter_sdk::{Attributes, Config, ExportResult};
+use serde_json::Value as Json;
 
-wit_bindgen::generate!({ path: "../../wit", world: "all-signals" });
-
-use lens::exporter::types::{ExportError, KeyValue, Resource, Value};
+lens_exporter_sdk::export!(spans: spans::SpanLines, metrics: metrics::MetricLines, logs: logs::LogLines);
 
 enum Sink {
     File(BufWriter<File>),
     Stdout,
 }
 
-struct State {
+/// Where one signal's lines go, and the buffer a batch's lines are written into first (every
+/// write is a host call: one per batch).
+struct Output {
     sink: Sink,
+    /// The resource, when every line carries it.
     resource: Option<Json>,
-    /// The batch's lines, serialized straight into one buffer kept across batches (as the
-    /// native exporter writes straight into its `BufWriter`).
     text: Vec<u8>,
 }
 
-static STATE: Mutex<Option<State>> = Mutex::new(None);
+/// A batch being rendered: one JSON object per line.
+struct Lines<'a> {
+    text: &'a mut Vec<u8>,
+    resource: Option<&'a Json>,
+}
 
-fn value(v: &Value) -> Json {
-    match v {
-        Value::String(s) => json!(s),
-        Value::Bool(b) => json!(b),
-        Value::S64(i) => json!(i),
-        Value::F64(f) => json!(f),
-        Value::Bytes(b) => json!(b),
-        Value::StringArray(a) => json!(a),
-        Value::BoolArray(a) => json!(a),
-        Value::S64Array(a) => json!(a),
-        Value::F64Array(a) => json!(a),
+impl Lines<'_> {
+    /// One line from a serializable record (a JSON object).
+    fn serialize(&mut self, record: &impl serde::Serialize) -> ExportResult {
+        serde_json::to_writer(&mut *self.text, record)?;
+        if let Some(r) = self.resource {
+            self.text.pop(); // the closing brace
+            self.text.extend_from_slice(b",\"resource\":");
+            serde_json::to_writer(&mut *self.text, r)?;
+            self.text.push(b'}');
+        }
+        self.text.push(b'\n');
+        Ok(())
     }
 }
 
-fn attributes(kvs: &[KeyValue]) -> Json {
-    Json::Object(
-        kvs.iter()
-            .map(|kv| (kv.key.clone(), value(&kv.value)))
-            .collect::<Map<_, _>>(),
-    )
+/// Attributes as a JSON object.
+fn attributes(kvs: Attributes<'_>) -> Json {
+    serde_json::to_value(kvs).unwrap_or_default()
 }
 
 /// `{key}` placeholders replaced by resource attributes (missing keys stay as they are).
-fn expand(template: &str, resource: &Resource) -> String {
+fn expand(template: &str, config: &Config) -> String {
     let mut out = template.to_string();
-    for kv in &resource.attributes {
-        let needle = format!("{{{}}}", kv.key);
+    for (key, v) in config.resource() {
+        let needle = format!("{{{key}}}");
         if out.contains(&needle) {
-            let text = match &kv.value {
-                Value::String(s) => s.clone(),
-                other => value(other).to_string(),
-            };
-            out = out.replace(&needle, &text);
+            out = out.replace(&needle, &v.to_string());
         }
     }
     out
 }
 
-/// A 128-bit trace id as hex.
-fn trace_hex(id: (u64, u64)) -> String {
-    format!("{:016x}{:016x}", id.0, id.1)
-}
+impl Output {
+    fn open(config: &Config) -> Result<Self, String> {
+        let sink = match config.setting("path") {
+            Some(template) => {
+                let path = expand(template, config);
+                let file = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .map_err(|e| {
+                        format!("cannot open {path}: {e} (is its directory pre-opened read-write?)")
+                    })?;
+                Sink::File(BufWriter::with_capacity(1 << 16, file))
+            }
+            None => Sink::Stdout,
+        };
+        let resource = match config.setting("include_resource") {
+            None | Some("false") => None,
+            Some("true") => Some(attributes(config.resource())),
+            Some(other) => {
+                return Err(format!(
+                    "`include_resource` must be true or false, not `{other}`"
+                ));
+            }
+        };
+        Ok(Output {
+            sink,
+            resource,
+            text: Vec::new(),
+        })
+    }
 
-/// Opens the sink the settings name and keeps it with the rest of the instance's state; the
-/// settings' value of `key` is returned for the signal's own use.
-fn open(settings: &[(String, String)], resource: &Resource) -> Result<(), String> {
-    let get = |k: &str| {
-        settings
-            .iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.as_str())
-    };
-    let sink = match get("path") {
-        Some(template) => {
-            let path = expand(template, resource);
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|e| {
-                    format!("cannot open {path}: {e} (is its directory pre-opened read-write?)")
-                })?;
-            Sink::File(BufWriter::with_capacity(1 << 16, file))
-        }
-        None => Sink::Stdout,
-    };
-    let include_resource = match get("include_resource") {
-        None | Some("false") => false,
-        Some("true") => true,
-        Some(other) => {
-            return Err(format!(
-                "`include_resource` must be true or false, not `{other}`"
-            ));
-        }
-    };
-    let resource = include_resource.then(|| attributes(&resource.attributes));
-    *STATE.lock().unwrap() = Some(State {
-        sink,
-        resource,
-        text: Vec::new(),
-    });
-    Ok(())
-}
-
-/// Writes the lines `render` produces into the instance's buffer, then the buffer to the sink
-/// in one write (every write is a host call).
-fn write_lines(
-    render: impl FnOnce(&mut dyn FnMut(Json) -> Result<(), String>) -> Result<(), String>,
-) -> Result<(), ExportError> {
-    let rejected = |e: String| ExportError::Rejected(e);
-    let mut guard = STATE.lock().unwrap();
-    let state = guard
-        .as_mut()
-        .ok_or_else(|| rejected("export after shutdown".into()))?;
-    let State {
-        text,
-        resource,
-        sink,
-    } = state;
-    text.clear();
-    let mut emit = |mut line: Json| {
-        if let Some(r) = resource.as_ref() {
-            line["resource"] = r.clone();
-        }
-        serde_json::to_writer(&mut *text, &line).map_err(|e| e.to_string())?;
-        text.push(b'\n');
+    /// Renders a batch, then writes it to the sink at once.
+    fn write(&mut self, render: impl FnOnce(&mut Lines<'_>) -> ExportResult) -> ExportResult {
+        self.text.clear();
+        render(&mut Lines {
+            text: &mut self.text,
+            resource: self.resource.as_ref(),
+        })?;
+        match &mut self.sink {
+            Sink::File(f) => f.write_all(&self.text).and_then(|()| f.flush()),
+            Sink::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(&self.text).and_then(|()| out.flush())
+            }
+        }?;
         Ok(())
-    };
-    render(&mut emit).map_err(rejected)?;
-    match sink {
-        Sink::File(f) => f.write_all(text).and_then(|()| f.flush()),
-        Sink::Stdout => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text).and_then(|()| out.flush())
+    }
+
+    fn flush(&mut self) -> Result<(), String> {
+        match &mut self.sink {
+            Sink::File(f) => f.flush().map_err(|e| e.to_string()),
+            Sink::Stdout => Ok(()),
         }
     }
-    .map_err(|e| rejected(e.to_string()))
 }
-
-fn flush() -> Result<(), String> {
-    match STATE.lock().unwrap().as_mut().map(|s| &mut s.sink) {
-        Some(Sink::File(f)) => f.flush().map_err(|e| e.to_string()),
-        _ => Ok(()),
-    }
-}
-
-fn shutdown() -> Result<(), String> {
-    match STATE.lock().unwrap().take() {
-        Some(State {
-            sink: Sink::File(mut f),
-            ..
-        }) => f.flush().map_err(|e| e.to_string()),
-        Some(_) => Ok(()),
-        None => Err("already shut down".into()),
-    }
-}
-
-/// The exporter of every signal.
-struct JsonLines;
-
-export!(JsonLines);

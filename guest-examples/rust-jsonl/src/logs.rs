@@ -2,10 +2,12 @@
 
 use serde_json::{Value as Json, json};
 
-use crate::exports::lens::exporter::log_exporter::Guest;
-use crate::lens::exporter::log_types::{AnyValue, LogBatch};
-use crate::lens::exporter::types::{Encoding, ExportError, Resource};
-use crate::{JsonLines, attributes, trace_hex};
+use lens_exporter_sdk::logs::AnyValue;
+use lens_exporter_sdk::{
+    Attributes, Config, Encoding, ExportResult, LogBatch, LogExporter, TraceId,
+};
+
+use crate::Output;
 
 /// An OTLP/JSON `AnyValue` as plain JSON: `{"intValue":"7"}` is `7`, an array a list, a
 /// key-value list an object.
@@ -52,30 +54,37 @@ fn body(v: &AnyValue) -> Json {
     }
 }
 
-impl Guest for JsonLines {
-    fn init(settings: Vec<(String, String)>, resource: Resource) -> Result<Encoding, String> {
-        crate::open(&settings, &resource)?;
-        Ok(Encoding::Typed)
+pub struct LogLines {
+    output: Output,
+}
+
+impl LogExporter for LogLines {
+    fn new(config: Config) -> Result<Self, String> {
+        Ok(LogLines {
+            output: Output::open(&config)?,
+        })
     }
 
-    fn export(batch: LogBatch) -> Result<(), ExportError> {
-        let LogBatch::Typed(scopes) = batch else {
-            return Err(ExportError::Rejected(
-                "this exporter asked for typed batches".into(),
-            ));
+    fn encoding(&self) -> Encoding {
+        Encoding::Typed
+    }
+
+    fn export(&mut self, batch: LogBatch<'_>) -> ExportResult {
+        let LogBatch::Scopes(scopes) = batch else {
+            return Err("this exporter asked for typed batches".into());
         };
-        crate::write_lines(|emit| {
-            for scope in &scopes {
+        self.output.write(|lines| {
+            for scope in scopes {
                 for r in &scope.records {
-                    emit(json!({
+                    lines.serialize(&json!({
                         "time_unix_nano": r.timestamp,
                         "observed_unix_nano": r.observed_timestamp,
                         "severity_text": r.severity_text,
                         "severity_number": r.severity_number,
                         "body": body(&r.body),
-                        "attributes": attributes(&r.attributes),
+                        "attributes": crate::attributes(Attributes::from_wit(&r.attributes)),
                         "event_name": r.event_name,
-                        "trace_id": r.trace_id.map(trace_hex),
+                        "trace_id": r.trace_id.map(|id| TraceId::from(id).to_string()),
                         "span_id": r.span_id.map(|s| format!("{s:016x}")),
                         "scope": scope.scope.name,
                     }))?;
@@ -85,11 +94,11 @@ impl Guest for JsonLines {
         })
     }
 
-    fn force_flush() -> Result<(), String> {
-        crate::flush()
+    fn force_flush(&mut self) -> Result<(), String> {
+        self.output.flush()
     }
 
-    fn shutdown() -> Result<(), String> {
-        crate::shutdown()
+    fn shutdown(&mut self) -> Result<(), String> {
+        self.output.flush()
     }
 }

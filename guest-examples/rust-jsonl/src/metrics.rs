@@ -1,14 +1,15 @@
 //! One line per metric data point: the instrument, its kind, the point's attributes and
 //! times, and its value (sums and gauges) or distribution (histograms).
 
+use lens_exporter_sdk::metrics::{MetricData, MetricNumber, Temporality};
+use lens_exporter_sdk::{Attributes, Config, Encoding, ExportResult, MetricBatch, MetricExporter};
 use serde_json::{Value as Json, json};
 
-use crate::exports::lens::exporter::metric_exporter::Guest;
-use crate::lens::exporter::metric_types::{
-    MetricBatch, MetricData, MetricNumber, MetricPreferences, Temporality,
-};
-use crate::lens::exporter::types::{Encoding, ExportError, Resource};
-use crate::{JsonLines, attributes};
+use crate::Output;
+
+fn attributes(kvs: &[lens_exporter_sdk::wit::KeyValue]) -> Json {
+    crate::attributes(Attributes::from_wit(kvs))
+}
 
 fn number(n: &MetricNumber) -> Json {
     match n {
@@ -26,39 +27,43 @@ fn temporality(t: Temporality) -> &'static str {
     }
 }
 
-impl Guest for JsonLines {
-    fn init(
-        settings: Vec<(String, String)>,
-        resource: Resource,
-    ) -> Result<MetricPreferences, String> {
-        let temporality = match settings.iter().find(|(k, _)| k == "temporality") {
-            None => Temporality::Cumulative,
-            Some((_, v)) => match v.as_str() {
-                "cumulative" => Temporality::Cumulative,
-                "delta" => Temporality::Delta,
-                "low-memory" => Temporality::LowMemory,
-                other => {
-                    return Err(format!(
-                        "`temporality` must be cumulative, delta or low-memory, not `{other}`"
-                    ));
-                }
-            },
+pub struct MetricLines {
+    output: Output,
+    temporality: Temporality,
+}
+
+impl MetricExporter for MetricLines {
+    fn new(config: Config) -> Result<Self, String> {
+        let temporality = match config.setting("temporality") {
+            None | Some("cumulative") => Temporality::Cumulative,
+            Some("delta") => Temporality::Delta,
+            Some("low-memory") => Temporality::LowMemory,
+            Some(other) => {
+                return Err(format!(
+                    "`temporality` must be cumulative, delta or low-memory, not `{other}`"
+                ));
+            }
         };
-        crate::open(&settings, &resource)?;
-        Ok(MetricPreferences {
-            encoding: Encoding::Typed,
+        Ok(MetricLines {
+            output: Output::open(&config)?,
             temporality,
         })
     }
 
-    fn export(batch: MetricBatch) -> Result<(), ExportError> {
-        let MetricBatch::Typed(scopes) = batch else {
-            return Err(ExportError::Rejected(
-                "this exporter asked for typed batches".into(),
-            ));
+    fn encoding(&self) -> Encoding {
+        Encoding::Typed
+    }
+
+    fn temporality(&self) -> Temporality {
+        self.temporality
+    }
+
+    fn export(&mut self, batch: MetricBatch<'_>) -> ExportResult {
+        let MetricBatch::Scopes(scopes) = batch else {
+            return Err("this exporter asked for typed batches".into());
         };
-        crate::write_lines(|emit| {
-            for scope in &scopes {
+        self.output.write(|lines| {
+            for scope in scopes {
                 for m in &scope.metrics {
                     let base = |kind: &str, attrs, start: Option<u64>, time: u64| {
                         json!({
@@ -74,7 +79,7 @@ impl Guest for JsonLines {
                                 let mut line =
                                     base("gauge", attributes(&p.attributes), p.start_time, p.time);
                                 line["value"] = number(&p.value);
-                                emit(line)?;
+                                lines.serialize(&line)?;
                             }
                         }
                         MetricData::Sum(s) => {
@@ -84,7 +89,7 @@ impl Guest for JsonLines {
                                 line["value"] = number(&p.value);
                                 line["monotonic"] = json!(s.is_monotonic);
                                 line["temporality"] = json!(temporality(s.temporality));
-                                emit(line)?;
+                                lines.serialize(&line)?;
                             }
                         }
                         MetricData::Histogram(h) => {
@@ -102,7 +107,7 @@ impl Guest for JsonLines {
                                 line["bounds"] = json!(p.explicit_bounds);
                                 line["bucket_counts"] = json!(p.bucket_counts);
                                 line["temporality"] = json!(temporality(h.temporality));
-                                emit(line)?;
+                                lines.serialize(&line)?;
                             }
                         }
                         MetricData::ExponentialHistogram(h) => {
@@ -122,7 +127,7 @@ impl Guest for JsonLines {
                                 line["positive"] = json!({"offset": p.positive.offset, "counts": p.positive.counts});
                                 line["negative"] = json!({"offset": p.negative.offset, "counts": p.negative.counts});
                                 line["temporality"] = json!(temporality(h.temporality));
-                                emit(line)?;
+                                lines.serialize(&line)?;
                             }
                         }
                     }
@@ -132,11 +137,11 @@ impl Guest for JsonLines {
         })
     }
 
-    fn force_flush() -> Result<(), String> {
-        crate::flush()
+    fn force_flush(&mut self) -> Result<(), String> {
+        self.output.flush()
     }
 
-    fn shutdown() -> Result<(), String> {
-        crate::shutdown()
+    fn shutdown(&mut self) -> Result<(), String> {
+        self.output.flush()
     }
 }

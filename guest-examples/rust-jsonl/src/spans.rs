@@ -1,73 +1,124 @@
-//! One line per span, the same shape as Lens's native JSON-lines exporter.
+//! One line per span, the same shape as Lens's native JSON-lines exporter, serialized straight
+//! from the SDK's views (no JSON tree in between).
 
-use serde_json::json;
+use lens_exporter_sdk::{
+    Attributes, Config, Encoding, ExportResult, SpanBatch, SpanExporter, SpanId, Status, TraceId,
+};
+use serde::Serialize;
 
-use crate::exports::lens::exporter::span_exporter::Guest;
-use crate::lens::exporter::types::{Batch, Encoding, ExportError, Resource, SpanKind, Status};
-use crate::{JsonLines, attributes, trace_hex};
+use crate::Output;
 
-fn kind(k: SpanKind) -> &'static str {
-    match k {
-        SpanKind::Client => "client",
-        SpanKind::Server => "server",
-        SpanKind::Producer => "producer",
-        SpanKind::Consumer => "consumer",
-        SpanKind::Internal => "internal",
-    }
+#[derive(Serialize)]
+struct Line<'a> {
+    name: &'a str,
+    trace_id: TraceId,
+    span_id: SpanId,
+    parent_span_id: SpanId,
+    kind: &'static str,
+    start_unix_nano: u64,
+    end_unix_nano: u64,
+    duration_ns: u64,
+    status: LineStatus<'a>,
+    attributes: Attributes<'a>,
+    events: Vec<EventLine<'a>>,
+    links: Vec<LinkLine<'a>>,
+    scope: &'a str,
 }
 
-impl Guest for JsonLines {
-    fn init(settings: Vec<(String, String)>, resource: Resource) -> Result<Encoding, String> {
-        crate::open(&settings, &resource)?;
-        Ok(Encoding::Typed)
+#[derive(Serialize)]
+struct LineStatus<'a> {
+    code: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct EventLine<'a> {
+    name: &'a str,
+    time_unix_nano: u64,
+    attributes: Attributes<'a>,
+}
+
+#[derive(Serialize)]
+struct LinkLine<'a> {
+    trace_id: TraceId,
+    span_id: SpanId,
+    attributes: Attributes<'a>,
+}
+
+pub struct SpanLines {
+    output: Output,
+    encoding: Encoding,
+}
+
+impl SpanExporter for SpanLines {
+    fn new(config: Config) -> Result<Self, String> {
+        let encoding = match config.setting("encoding") {
+            None | Some("typed") => Encoding::Typed,
+            Some("otlp-protobuf") => Encoding::OtlpProtobuf,
+            Some(other) => {
+                return Err(format!(
+                    "`encoding` must be typed or otlp-protobuf, not `{other}`"
+                ));
+            }
+        };
+        Ok(SpanLines {
+            output: Output::open(&config)?,
+            encoding,
+        })
     }
 
-    fn export(batch: Batch) -> Result<(), ExportError> {
-        let Batch::Typed(groups) = batch else {
-            return Err(ExportError::Rejected(
-                "this exporter asked for typed batches".into(),
-            ));
-        };
-        crate::write_lines(|emit| {
-            for group in &groups {
-                for s in &group.spans {
-                    let cx = &s.span_context;
-                    emit(json!({
-                        "name": s.name,
-                        "trace_id": trace_hex(cx.trace_id),
-                        "span_id": format!("{:016x}", cx.span_id),
-                        "parent_span_id": format!("{:016x}", s.parent_span_id.unwrap_or(0)),
-                        "kind": kind(s.span_kind),
-                        "start_unix_nano": s.start_time,
-                        "end_unix_nano": s.end_time,
-                        "duration_ns": s.end_time.saturating_sub(s.start_time),
-                        "status": match &s.status {
-                            Status::Unset => json!({"code": "unset"}),
-                            Status::Ok => json!({"code": "ok"}),
-                            Status::Error(m) => json!({"code": "error", "message": m}),
-                        },
-                        "attributes": attributes(&s.attributes),
-                        "events": s.events.iter().map(|e| json!({
-                            "name": e.name, "time_unix_nano": e.time, "attributes": attributes(&e.attributes),
-                        })).collect::<Vec<_>>(),
-                        "links": s.links.iter().map(|l| json!({
-                            "trace_id": trace_hex(l.span_context.trace_id),
-                            "span_id": format!("{:016x}", l.span_context.span_id),
-                            "attributes": attributes(&l.attributes),
-                        })).collect::<Vec<_>>(),
-                        "scope": group.scope.name,
-                    }))?;
-                }
+    fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    fn export(&mut self, batch: SpanBatch<'_>) -> ExportResult {
+        self.output.write(|lines| {
+            for s in batch.spans() {
+                let (code, message) = match s.status {
+                    Status::Unset => ("unset", None),
+                    Status::Ok => ("ok", None),
+                    Status::Error(m) => ("error", Some(m)),
+                };
+                lines.serialize(&Line {
+                    name: s.name,
+                    trace_id: s.span_context.trace_id,
+                    span_id: s.span_context.span_id,
+                    parent_span_id: s.parent_span_id.unwrap_or_default(),
+                    kind: s.kind.as_str(),
+                    start_unix_nano: s.start_time,
+                    end_unix_nano: s.end_time,
+                    duration_ns: s.duration_nanos(),
+                    status: LineStatus { code, message },
+                    attributes: s.attributes(),
+                    events: s
+                        .events()
+                        .map(|e| EventLine {
+                            name: e.name,
+                            time_unix_nano: e.time,
+                            attributes: e.attributes,
+                        })
+                        .collect(),
+                    links: s
+                        .links()
+                        .map(|l| LinkLine {
+                            trace_id: l.span_context.trace_id,
+                            span_id: l.span_context.span_id,
+                            attributes: l.attributes,
+                        })
+                        .collect(),
+                    scope: s.scope.name,
+                })?;
             }
             Ok(())
         })
     }
 
-    fn force_flush() -> Result<(), String> {
-        crate::flush()
+    fn force_flush(&mut self) -> Result<(), String> {
+        self.output.flush()
     }
 
-    fn shutdown() -> Result<(), String> {
-        crate::shutdown()
+    fn shutdown(&mut self) -> Result<(), String> {
+        self.output.flush()
     }
 }

@@ -12,15 +12,13 @@
 //! connection failures are answered `retryable`, other 4xx `rejected`; the host sends the batch
 //! again within the export deadline.
 
-use std::sync::Mutex;
+use std::time::Duration;
 
+use lens_exporter_sdk::{Config, Encoding, ExportError, ExportResult, SpanBatch, SpanExporter};
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
 
-wit_bindgen::generate!({ path: "../../wit", world: "exporter" });
-
-use exports::lens::exporter::span_exporter::Guest;
-use lens::exporter::types::{Batch, Encoding, ExportError, Resource, RetryHint};
+lens_exporter_sdk::export!(spans: VendorHttp);
 
 struct Target {
     scheme: Scheme,
@@ -29,8 +27,6 @@ struct Target {
     header: String,
     key: Option<String>,
 }
-
-static TARGET: Mutex<Option<Target>> = Mutex::new(None);
 
 fn parse_endpoint(url: &str) -> Result<(Scheme, String, String), String> {
     let (scheme, rest) = if let Some(r) = url.strip_prefix("https://") {
@@ -103,72 +99,59 @@ fn post(t: &Target, body: &[u8]) -> Result<(u16, Option<u64>), String> {
     }
 }
 
-struct VendorHttp;
+struct VendorHttp {
+    target: Target,
+}
 
-impl Guest for VendorHttp {
-    fn init(settings: Vec<(String, String)>, _resource: Resource) -> Result<Encoding, String> {
-        let get = |k: &str| {
-            settings
-                .iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.clone())
-        };
-        let endpoint = get("endpoint").ok_or("setting `endpoint` is required")?;
-        let (scheme, authority, path) = parse_endpoint(&endpoint)?;
-        let key_env = get("api_key_env").unwrap_or_else(|| "VENDOR_API_KEY".into());
-        *TARGET.lock().unwrap() = Some(Target {
-            scheme,
-            authority,
-            path,
-            header: get("api_key_header").unwrap_or_else(|| "x-api-key".into()),
-            key: std::env::var(&key_env).ok(),
-        });
-        Ok(Encoding::OtlpProtobuf)
+impl SpanExporter for VendorHttp {
+    fn new(config: Config) -> Result<Self, String> {
+        let endpoint = config
+            .setting("endpoint")
+            .ok_or("setting `endpoint` is required")?;
+        let (scheme, authority, path) = parse_endpoint(endpoint)?;
+        let key_env = config.setting("api_key_env").unwrap_or("VENDOR_API_KEY");
+        Ok(VendorHttp {
+            target: Target {
+                scheme,
+                authority,
+                path,
+                header: config
+                    .setting("api_key_header")
+                    .unwrap_or("x-api-key")
+                    .into(),
+                key: std::env::var(key_env).ok(),
+            },
+        })
     }
 
-    fn export(batch: Batch) -> Result<(), ExportError> {
-        let Batch::OtlpProtobuf(body) = batch else {
-            return Err(ExportError::Rejected(
-                "this exporter asked for OTLP protobuf batches".into(),
-            ));
-        };
-        let guard = TARGET.lock().unwrap();
-        let t = guard
-            .as_ref()
-            .ok_or_else(|| ExportError::Rejected("export after shutdown".into()))?;
-        let retry =
-            |message: String, delay_ms| ExportError::Retryable(RetryHint { message, delay_ms });
-        match post(t, &body) {
+    /// The batch's bytes are the request body.
+    fn encoding(&self) -> Encoding {
+        Encoding::OtlpProtobuf
+    }
+
+    fn export(&mut self, batch: SpanBatch<'_>) -> ExportResult {
+        let t = &self.target;
+        let body = batch
+            .otlp_protobuf()
+            .ok_or("this exporter asked for OTLP protobuf batches")?;
+        let failed =
+            |status: &dyn std::fmt::Display| format!("{}{}: {status}", t.authority, t.path);
+        match post(t, body) {
             Ok((status, _)) if (200..300).contains(&status) => Ok(()),
             // What a retry can fix: throttling and server errors. Another 4xx will not change.
-            Ok((status, after)) if status == 429 || status >= 500 => Err(retry(
-                format!("{}{}: HTTP {status}", t.authority, t.path),
-                after,
-            )),
-            Ok((status, _)) => Err(ExportError::Rejected(format!(
-                "{}{}: HTTP {status}",
-                t.authority, t.path
-            ))),
-            Err(e) if e.contains("HttpRequestDenied") => Err(ExportError::Rejected(format!(
+            Ok((status, after)) if status == 429 || status >= 500 => {
+                let message = failed(&format!("HTTP {status}"));
+                Err(match after {
+                    Some(ms) => ExportError::retry_after(message, Duration::from_millis(ms)),
+                    None => ExportError::retryable(message),
+                })
+            }
+            Ok((status, _)) => Err(ExportError::rejected(failed(&format!("HTTP {status}")))),
+            Err(e) if e.contains("HttpRequestDenied") => Err(ExportError::rejected(format!(
                 "{} is not in allowed_hosts",
                 t.authority
             ))),
-            Err(e) => Err(retry(format!("{}{}: {e}", t.authority, t.path), None)),
+            Err(e) => Err(ExportError::retryable(failed(&e))),
         }
     }
-
-    fn force_flush() -> Result<(), String> {
-        Ok(())
-    }
-
-    fn shutdown() -> Result<(), String> {
-        TARGET
-            .lock()
-            .unwrap()
-            .take()
-            .map(|_| ())
-            .ok_or_else(|| "already shut down".into())
-    }
 }
-
-export!(VendorHttp);

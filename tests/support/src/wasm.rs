@@ -6,7 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lens::config::{ExporterSpec, SignalConfig, WasmExporterSpec, WasmPreopen};
-use lens::opentelemetry::trace::{Span, Tracer, TracerProvider};
+use lens::opentelemetry::Context;
+use lens::opentelemetry::trace::{
+    Span, SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState, Tracer,
+    TracerProvider,
+};
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use lens::testing::RecordingSpanExporter;
@@ -156,4 +160,17 @@ pub fn spans(names: &[&'static str]) -> Vec<SpanData> {
 /// Exports one span per name through `e`; the error as text.
 pub fn export(e: &WasmSpanExporter, names: &[&'static str]) -> Result<(), String> {
     futures_executor::block_on(e.export(spans(names))).map_err(|e| e.to_string())
+}
+
+/// A context whose span is remote (another process's), sampled, with a two-entry trace state:
+/// spans started in it have a remote parent.
+pub fn remote_parent() -> Context {
+    let remote = SpanContext::new(
+        TraceId::from(0x5b8e_0000_0000_0000_0000_0000_0000_0001),
+        SpanId::from(0x00f0_67aa_0ba9_02b7),
+        TraceFlags::SAMPLED,
+        true,
+        TraceState::from_key_value([("vendor", "a1"), ("lens", "b2")]).unwrap(),
+    );
+    Context::new().with_remote_span_context(remote)
 }

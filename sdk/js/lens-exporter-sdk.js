@@ -1,0 +1,289 @@
+// The Lens JavaScript guest SDK: write an exporter the way OpenTelemetry JS exporters are written
+// (a class with `export(items, resultCallback)`, `shutdown()`, `forceFlush()`) and receive the
+// objects those exporters receive — `ReadableSpan`s, `ResourceMetrics`, `ReadableLogRecord`s —
+// built from the host's OTLP/JSON batches. Build with componentize-js, which follows the import.
+//
+//   import { exportSpans, ExportResultCode } from "./lens-exporter-sdk.js";
+//   class Stdout {
+//     export(spans, done) {
+//       for (const s of spans) console.log(s.name, s.spanContext().traceId);
+//       done({ code: ExportResultCode.SUCCESS });
+//     }
+//     shutdown() {}
+//   }
+//   export const spanExporter = exportSpans((settings, resource) => new Stdout());
+//
+// Differences from OpenTelemetry JS, all forced by the sandbox or by exactness:
+// - `export` must call `resultCallback` before it returns, and `shutdown`/`forceFlush` must
+//   finish before they return (a component's calls are synchronous; a Promise is not awaited).
+// - 64-bit integers (attribute values, sums, counts in `Int` points) are `BigInt`, since a JS
+//   number cannot hold them exactly; doubles are numbers. Times are `HrTime` ([seconds, nanos]),
+//   exact; `hrTimeToNanos` gives the BigInt.
+// - Throw `RetryableExportError` (or answer FAILED with `error` set to one) for a transient failure:
+//   the host retries the batch. Any other failure drops it, counted, with its message.
+
+export const ExportResultCode = Object.freeze({ SUCCESS: 0, FAILED: 1 });
+export const SpanKind = Object.freeze({ INTERNAL: 0, SERVER: 1, CLIENT: 2, PRODUCER: 3, CONSUMER: 4 });
+export const SpanStatusCode = Object.freeze({ UNSET: 0, OK: 1, ERROR: 2 });
+export const AggregationTemporality = Object.freeze({ DELTA: 0, CUMULATIVE: 1 });
+export const DataPointType = Object.freeze({ HISTOGRAM: 0, EXPONENTIAL_HISTOGRAM: 1, GAUGE: 2, SUM: 3 });
+
+/** A transient failure: the host sends the batch again, after `delayMs` if given. */
+export class RetryableExportError extends Error {
+  constructor(message, delayMs) {
+    super(message);
+    this.name = "RetryableExportError";
+    this.delayMs = delayMs;
+  }
+}
+
+/** An `HrTime` as nanoseconds since the epoch (BigInt, exact). */
+export const hrTimeToNanos = (hr) => BigInt(hr[0]) * 1000000000n + BigInt(hr[1]);
+
+// From OTLP/JSON's decimal string, by slicing: BigInt arithmetic is slow without a JIT.
+const hrTime = (nanos) => {
+  const digits = String(nanos ?? 0);
+  const split = digits.length - 9;
+  return split > 0 ? [Number(digits.slice(0, split)), Number(digits.slice(split))] : [0, Number(digits)];
+};
+
+// `end - start` of two HrTimes (0 if the clock went backwards).
+const hrDuration = ([s1, n1], [s2, n2]) => {
+  const [s, n] = n2 >= n1 ? [s2 - s1, n2 - n1] : [s2 - s1 - 1, n2 - n1 + 1000000000];
+  return s < 0 ? [0, 0] : [s, n];
+};
+const optionalHrTime = (nanos) => (nanos === undefined || nanos === "0" || nanos === 0 ? undefined : hrTime(nanos));
+
+// OTLP/JSON `AnyValue`: one member; 64-bit integers arrive as decimal strings.
+function value(v) {
+  if ("stringValue" in v) return v.stringValue;
+  if ("intValue" in v) return BigInt(v.intValue);
+  if ("doubleValue" in v) return Number(v.doubleValue); // also "NaN", "Infinity"
+  if ("boolValue" in v) return v.boolValue;
+  if ("arrayValue" in v) return (v.arrayValue.values ?? []).map(value);
+  if ("kvlistValue" in v) return attributes(v.kvlistValue.values);
+  if ("bytesValue" in v) return Uint8Array.from(atob(v.bytesValue), (c) => c.charCodeAt(0));
+  return undefined;
+}
+
+const attributes = (kvs) => Object.fromEntries((kvs ?? []).map((kv) => [kv.key, value(kv.value ?? {})]));
+
+const resource = (r) => ({ attributes: attributes(r?.attributes) });
+const scope = (s) => ({ name: s?.name ?? "", version: s?.version || undefined, schemaUrl: s?.schemaUrl || undefined });
+
+// OTLP `SpanFlags`: whether the context is remote is known (0x100) and true (0x200).
+const REMOTE = 0x300;
+
+function context(traceId, spanId, flags, traceState) {
+  return {
+    traceId,
+    spanId,
+    traceFlags: flags & 0xff,
+    isRemote: (flags & REMOTE) === REMOTE,
+    traceState: traceState || undefined,
+  };
+}
+
+function readableSpan(s, res, sc) {
+  const flags = s.flags ?? 0;
+  const cx = context(s.traceId, s.spanId, flags & 0xff, s.traceState);
+  const parent = s.parentSpanId ? context(s.traceId, s.parentSpanId, flags, s.traceState) : undefined;
+  const startTime = hrTime(s.startTimeUnixNano);
+  const endTime = hrTime(s.endTimeUnixNano);
+  return {
+    name: s.name ?? "",
+    kind: (s.kind ?? 1) - 1,
+    spanContext: () => cx,
+    parentSpanContext: parent,
+    parentSpanId: s.parentSpanId || undefined,
+    startTime,
+    endTime,
+    duration: hrDuration(startTime, endTime),
+    status: { code: s.status?.code ?? 0, message: s.status?.message || undefined },
+    attributes: attributes(s.attributes),
+    events: (s.events ?? []).map((e) => ({
+      name: e.name ?? "",
+      time: hrTime(e.timeUnixNano),
+      attributes: attributes(e.attributes),
+      droppedAttributesCount: e.droppedAttributesCount ?? 0,
+    })),
+    links: (s.links ?? []).map((l) => ({
+      context: context(l.traceId, l.spanId, l.flags ?? 0, l.traceState),
+      attributes: attributes(l.attributes),
+      droppedAttributesCount: l.droppedAttributesCount ?? 0,
+    })),
+    ended: true,
+    resource: res,
+    instrumentationScope: sc,
+    droppedAttributesCount: s.droppedAttributesCount ?? 0,
+    droppedEventsCount: s.droppedEventsCount ?? 0,
+    droppedLinksCount: s.droppedLinksCount ?? 0,
+  };
+}
+
+// `make(item, resource, scope)` for each item of an OTLP request, in order.
+function grouped(request, resources, scopes, items, make) {
+  const out = [];
+  for (const group of request[resources] ?? []) {
+    const res = resource(group.resource);
+    for (const inner of group[scopes] ?? []) {
+      const sc = scope(inner.scope);
+      for (const item of inner[items] ?? []) out.push(make(item, res, sc));
+    }
+  }
+  return out;
+}
+
+const spans = (request) => grouped(request, "resourceSpans", "scopeSpans", "spans", readableSpan);
+
+// OTLP `AggregationTemporality` numbers (1 delta, 2 cumulative) to OpenTelemetry JS's.
+const temporality = (t) => (t === 1 ? AggregationTemporality.DELTA : AggregationTemporality.CUMULATIVE);
+
+function point(p, v) {
+  return {
+    startTime: optionalHrTime(p.startTimeUnixNano),
+    endTime: hrTime(p.timeUnixNano),
+    attributes: attributes(p.attributes),
+    value: v,
+  };
+}
+
+const numberValue = (p) => ("asDouble" in p ? Number(p.asDouble) : BigInt(p.asInt ?? 0));
+const optional = (x) => (x === undefined ? undefined : Number(x));
+const buckets = (b) => ({ offset: b?.offset ?? 0, bucketCounts: (b?.bucketCounts ?? []).map(Number) });
+
+function metricData(m) {
+  const descriptor = { name: m.name ?? "", description: m.description ?? "", unit: m.unit ?? "" };
+  if (m.gauge) {
+    return { descriptor, dataPointType: DataPointType.GAUGE, aggregationTemporality: AggregationTemporality.CUMULATIVE,
+      dataPoints: (m.gauge.dataPoints ?? []).map((p) => point(p, numberValue(p))) };
+  }
+  if (m.sum) {
+    return { descriptor, dataPointType: DataPointType.SUM, isMonotonic: !!m.sum.isMonotonic,
+      aggregationTemporality: temporality(m.sum.aggregationTemporality),
+      dataPoints: (m.sum.dataPoints ?? []).map((p) => point(p, numberValue(p))) };
+  }
+  if (m.histogram) {
+    return { descriptor, dataPointType: DataPointType.HISTOGRAM,
+      aggregationTemporality: temporality(m.histogram.aggregationTemporality),
+      dataPoints: (m.histogram.dataPoints ?? []).map((p) => point(p, {
+        buckets: { boundaries: p.explicitBounds ?? [], counts: (p.bucketCounts ?? []).map(Number) },
+        count: Number(p.count ?? 0), sum: optional(p.sum), min: optional(p.min), max: optional(p.max),
+      })) };
+  }
+  const h = m.exponentialHistogram ?? {};
+  return { descriptor, dataPointType: DataPointType.EXPONENTIAL_HISTOGRAM,
+    aggregationTemporality: temporality(h.aggregationTemporality),
+    dataPoints: (h.dataPoints ?? []).map((p) => point(p, {
+      count: Number(p.count ?? 0), sum: optional(p.sum), min: optional(p.min), max: optional(p.max),
+      scale: p.scale ?? 0, zeroCount: Number(p.zeroCount ?? 0),
+      positive: buckets(p.positive), negative: buckets(p.negative),
+    })) };
+}
+
+function resourceMetrics(request) {
+  // Lens sends one resource per collection.
+  const rm = (request.resourceMetrics ?? [])[0] ?? {};
+  return {
+    resource: resource(rm.resource),
+    scopeMetrics: (rm.scopeMetrics ?? []).map((sm) => ({ scope: scope(sm.scope), metrics: (sm.metrics ?? []).map(metricData) })),
+  };
+}
+
+const readableLogRecord = (r, res, sc) => ({
+  hrTime: optionalHrTime(r.timeUnixNano),
+  hrTimeObserved: optionalHrTime(r.observedTimeUnixNano),
+  spanContext: r.traceId && r.spanId ? context(r.traceId, r.spanId, r.flags ?? 0) : undefined,
+  severityText: r.severityText || undefined,
+  severityNumber: r.severityNumber || undefined,
+  body: r.body ? value(r.body) : undefined,
+  attributes: attributes(r.attributes),
+  eventName: r.eventName || undefined,
+  droppedAttributesCount: r.droppedAttributesCount ?? 0,
+  resource: res,
+  instrumentationScope: sc,
+});
+
+const logRecords = (request) => grouped(request, "resourceLogs", "scopeLogs", "logRecords", readableLogRecord);
+
+// WIT answers: an error is thrown as the error value (a string, or `{ tag, val }` for an
+// `export-error`); a thrown Error object is not a `result` error and traps the component.
+const rejected = (val) => ({ tag: "rejected", val });
+const message = (e) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+
+function witResource(r) {
+  const plain = (v) => (v.tag === "bytes" ? Uint8Array.from(v.val) : v.val);
+  return { attributes: Object.fromEntries(r.attributes.map((kv) => [kv.key, plain(kv.value)])) };
+}
+
+// One interface's functions around the user's exporter.
+function adapter(factory, convert, extra) {
+  let exporter = null;
+  let state = "new";
+  const live = (err) => {
+    if (state !== "live") throw err(state === "shut" ? "the exporter is shut down" : "the exporter was not initialized");
+    return exporter;
+  };
+  return {
+    init(settings, res) {
+      try {
+        exporter = factory(Object.fromEntries(settings), witResource(res));
+      } catch (e) {
+        throw `the exporter's factory failed: ${message(e)}`;
+      }
+      state = "live";
+      return extra.init(exporter);
+    },
+    export(batch) {
+      const ex = live(rejected);
+      if (batch.tag !== "otlp-json") throw rejected("the JavaScript SDK reads OTLP/JSON batches");
+      let result;
+      try {
+        ex.export(convert(JSON.parse(batch.val)), (r) => { result = r; });
+      } catch (e) {
+        if (e instanceof RetryableExportError) throw { tag: "retryable", val: { message: e.message, delayMs: e.delayMs === undefined ? undefined : BigInt(e.delayMs) } };
+        throw rejected(`export threw ${message(e)}`);
+      }
+      if (result === undefined) throw rejected("export returned without calling its resultCallback (exports must be synchronous)");
+      if (result.code === ExportResultCode.SUCCESS) return;
+      if (result.error instanceof RetryableExportError) {
+        const e = result.error;
+        throw { tag: "retryable", val: { message: e.message, delayMs: e.delayMs === undefined ? undefined : BigInt(e.delayMs) } };
+      }
+      throw rejected(result.error ? `export failed: ${message(result.error)}` : "export failed");
+    },
+    forceFlush() {
+      const ex = live(String);
+      try {
+        ex.forceFlush?.();
+      } catch (e) {
+        throw `forceFlush threw ${message(e)}`;
+      }
+    },
+    shutdown() {
+      if (state !== "live") throw state === "shut" ? "already shut down" : "the exporter was not initialized";
+      state = "shut";
+      try {
+        exporter.shutdown?.();
+      } catch (e) {
+        throw `shutdown threw ${message(e)}`;
+      }
+    },
+  };
+}
+
+/** The `spanExporter` export for exporters `factory(settings, resource)` builds. */
+export const exportSpans = (factory) => adapter(factory, spans, { init: () => "otlp-json" });
+
+/** The `metricExporter` export: the exporter's `selectAggregationTemporality()` (if any) for a
+ *  counter decides cumulative or delta aggregation. */
+export const exportMetrics = (factory) =>
+  adapter(factory, resourceMetrics, {
+    init: (ex) => ({
+      encoding: "otlp-json",
+      temporality: ex.selectAggregationTemporality?.("COUNTER") === AggregationTemporality.DELTA ? "delta" : "cumulative",
+    }),
+  });
+
+/** The `logExporter` export. */
+export const exportLogs = (factory) => adapter(factory, logRecords, { init: () => "otlp-json" });

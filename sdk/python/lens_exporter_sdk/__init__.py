@@ -1,0 +1,211 @@
+"""Write Lens exporters in Python with the OpenTelemetry Python SDK's own exporter classes.
+
+An exporter written for the SDK (a `SpanExporter`, `MetricExporter` or `LogExporter` subclass)
+runs unchanged as a Lens WebAssembly component: this package implements the WIT world
+(`lens:exporter@0.3.0`) and hands the exporter what the SDK's exporters receive —
+`ReadableSpan`s, `MetricsData`, `ReadableLogRecord`s — built from the host's batches by the real
+`opentelemetry-sdk`, bundled into the component by componentize-py.
+
+componentize-py looks in the app module for one class per exported interface, named after it
+(`SpanExporter`, `MetricExporter`, `LogExporter`). Registering an exporter is binding that name
+to the adapter this package builds around your exporter's factory::
+
+    SpanExporter = lens_exporter_sdk.span_exporter(
+        lambda settings: MyBackendExporter(Client(settings))
+    )
+
+The factory receives the exporter's `settings` table (a `dict` of strings; its `resource`
+attribute is the rank's OpenTelemetry `Resource`) and is called once per instance, when the host
+calls `init`.
+
+Results: `SUCCESS` is accepted; `FAILURE`, or an exception, drops the batch (counted, logged by
+the host with the message); raise `RetryableExportError` to have the host send the batch again
+after a backoff. The host owns retries: never sleep or retry in `export`.
+"""
+
+import json
+import traceback
+
+try:
+    from componentize_py_types import Err
+except ImportError:  # outside a component: the SDK's own tests
+
+    class Err(Exception):
+        """componentize-py's error carrier: `raise Err(value)` returns `err(value)`."""
+
+        def __init__(self, value):
+            super().__init__(value)
+            self.value = value
+
+
+# `_sandbox` first: the OpenTelemetry SDK imports in `_otlp` need it.
+from . import _sandbox  # noqa: F401, I001
+from . import _otlp
+
+__all__ = ["RetryableExportError", "Settings", "log_exporter", "metric_exporter", "span_exporter"]
+
+
+class Settings(dict):
+    """The exporter's `settings` table, e.g. `{"path": "/out/spans.jsonl"}`; `resource` is the
+    rank's `Resource` (`service.name`, `dl.rank`, ...)."""
+
+    def __init__(self, pairs, resource):
+        super().__init__(pairs)
+        self.resource = resource
+
+
+def _resource(wit_resource):
+    from opentelemetry.sdk.resources import Resource
+
+    def plain(v):
+        value = v.value
+        return tuple(value) if isinstance(value, list) else value
+
+    attributes = {kv.key: plain(kv.value) for kv in wit_resource.attributes}
+    return Resource(attributes, wit_resource.schema_url)
+
+
+class RetryableExportError(Exception):
+    """Raise from `export` for a transient failure (the backend is down or throttling): the
+    host retries the same batch, after `delay_ms` if given, within the export deadline."""
+
+    def __init__(self, message, delay_ms=None):
+        super().__init__(message)
+        self.delay_ms = delay_ms
+
+
+def _why(e):
+    return "".join(traceback.format_exception_only(type(e), e)).strip()
+
+
+class _Adapter:
+    """One interface's functions around the user's exporter. componentize-py makes a new
+    object of the class for every call, so the exporter and its state live on the class (one
+    class per signal, and the host runs one instance per signal)."""
+
+    exporter = None
+    state = "new"
+
+    def _start(self, factory, settings, resource):
+        try:
+            type(self).exporter = factory(Settings(settings, _resource(resource)))
+        except Exception as e:
+            raise Err(f"the exporter's factory failed: {_why(e)}") from e
+        type(self).state = "live"
+
+    def _export(self, batch, expected, convert, call, failure_name):
+        from wit_world.imports import types
+
+        if self.state != "live":
+            reason = (
+                "the exporter is shut down"
+                if self.state == "shut"
+                else "the exporter was not initialized"
+            )
+            raise Err(types.ExportError_Rejected(reason))
+        if not isinstance(batch, expected):
+            raise Err(types.ExportError_Rejected("the Python SDK reads OTLP/JSON batches"))
+        try:
+            result = call(self.exporter, convert(json.loads(batch.value)))
+        except RetryableExportError as e:
+            raise Err(types.ExportError_Retryable(types.RetryHint(str(e), e.delay_ms))) from e
+        except Exception as e:
+            raise Err(types.ExportError_Rejected(f"export raised {_why(e)}")) from e
+        if result is not None and getattr(result, "name", "SUCCESS") != "SUCCESS":
+            raise Err(
+                types.ExportError_Rejected(
+                    f"{type(self.exporter).__name__}.export returned {failure_name}"
+                )
+            )
+
+    def force_flush(self):
+        if self.state != "live":
+            raise Err(
+                "the exporter is shut down"
+                if self.state == "shut"
+                else "the exporter was not initialized"
+            )
+        try:
+            ok = self.exporter.force_flush()
+        except Exception as e:
+            raise Err(f"force_flush raised {_why(e)}") from e
+        if ok is False:
+            raise Err(f"{type(self.exporter).__name__}.force_flush returned False")
+
+    def shutdown(self):
+        if self.state != "live":
+            raise Err(
+                "already shut down" if self.state == "shut" else "the exporter was not initialized"
+            )
+        type(self).state = "shut"
+        try:
+            self.exporter.shutdown()
+        except Exception as e:
+            raise Err(f"shutdown raised {_why(e)}") from e
+
+
+def _call_export(exporter, items):
+    return exporter.export(items)
+
+
+def span_exporter(factory):
+    """The `SpanExporter` component class for exporters `factory(settings)` builds."""
+    from wit_world import exports
+    from wit_world.imports import types
+
+    class SpanExporter(_Adapter, exports.SpanExporter):
+        def init(self, settings, resource):
+            self._start(factory, settings, resource)
+            return types.Encoding.OTLP_JSON
+
+        def export(self, batch):
+            self._export(batch, types.Batch_OtlpJson, _otlp.spans, _call_export, "FAILURE")
+
+    return SpanExporter
+
+
+def metric_exporter(factory):
+    """The `MetricExporter` component class for exporters `factory(settings)` builds. The
+    exporter's preferred temporality for counters (`preferred_temporality`) decides whether
+    the host aggregates cumulatively or in deltas."""
+    from opentelemetry.sdk.metrics import Counter
+    from opentelemetry.sdk.metrics.export import AggregationTemporality
+    from wit_world import exports
+    from wit_world.imports import metric_types, types
+
+    class MetricExporter(_Adapter, exports.MetricExporter):
+        def init(self, settings, resource):
+            self._start(factory, settings, resource)
+            preferred = getattr(self.exporter, "_preferred_temporality", {}) or {}
+            delta = preferred.get(Counter) == AggregationTemporality.DELTA
+            temporality = (
+                metric_types.Temporality.DELTA if delta else metric_types.Temporality.CUMULATIVE
+            )
+            return metric_types.MetricPreferences(types.Encoding.OTLP_JSON, temporality)
+
+        def export(self, batch):
+            self._export(
+                batch,
+                metric_types.MetricBatch_OtlpJson,
+                _otlp.metrics,
+                lambda exporter, data: exporter.export(data, timeout_millis=10_000),
+                "FAILURE",
+            )
+
+    return MetricExporter
+
+
+def log_exporter(factory):
+    """The `LogExporter` component class for exporters `factory(settings)` builds."""
+    from wit_world import exports
+    from wit_world.imports import log_types, types
+
+    class LogExporter(_Adapter, exports.LogExporter):
+        def init(self, settings, resource):
+            self._start(factory, settings, resource)
+            return types.Encoding.OTLP_JSON
+
+        def export(self, batch):
+            self._export(batch, log_types.LogBatch_OtlpJson, _otlp.logs, _call_export, "FAILURE")
+
+    return LogExporter

@@ -1,0 +1,45 @@
+//! The WIT bindings, generated once per world so that a component exports exactly the interfaces
+//! of the signals it implements: `exporter` (spans), `metrics`, `logs`. A component serving all
+//! three invokes the three export macros and the component tooling unions the worlds, which is
+//! `all-signals`. (One `all-signals` generation would export all three interfaces always; per-world
+//! generations that each contained `span-exporter` would define its export macro twice.)
+//!
+//! The three share one copy of the data types through `with`.
+
+#![allow(missing_docs, clippy::all)]
+
+/// World `exporter`: `span-exporter` and the shared data types.
+pub mod spans {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "exporter",
+        pub_export_macro: true,
+        export_macro_name: "__export_spans",
+        default_bindings_module: "$crate::bindings::spans",
+        additional_derives: [PartialEq],
+    });
+}
+
+/// World `metrics`: `metric-exporter` and `metric-types`.
+pub mod metrics {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "metrics",
+        pub_export_macro: true,
+        export_macro_name: "__export_metrics",
+        default_bindings_module: "$crate::bindings::metrics",
+        with: { "lens:exporter/types@0.3.0": crate::bindings::spans::lens::exporter::types },
+    });
+}
+
+/// World `logs`: `log-exporter` and `log-types`.
+pub mod logs {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "logs",
+        pub_export_macro: true,
+        export_macro_name: "__export_logs",
+        default_bindings_module: "$crate::bindings::logs",
+        with: { "lens:exporter/types@0.3.0": crate::bindings::spans::lens::exporter::types },
+    });
+}
