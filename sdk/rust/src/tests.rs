@@ -246,6 +246,10 @@ fn protobuf_and_typed_batches_read_the_same() {
     ), "{proto}");
     let batch = SpanBatch::from_otlp_protobuf(&bytes);
     assert_eq!((batch.len(), batch.is_empty()), (1, false));
+    // Two resource groups (the request's field repeated): counted without parsing the spans.
+    let twice = [bytes.clone(), bytes.clone()].concat();
+    let both = SpanBatch::from_otlp_protobuf(&twice);
+    assert_eq!((both.len(), both.spans().count()), (2, 2));
     assert_eq!(batch.otlp_protobuf(), Some(&bytes[..]));
     let span = batch.spans().next().unwrap();
     assert!(matches!(

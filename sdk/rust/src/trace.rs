@@ -74,7 +74,10 @@ impl<'a> SpanBatch<'a> {
     pub fn len(&self) -> usize {
         match self.0 {
             Repr::Typed(groups) => groups.iter().map(|g| g.spans.len()).sum(),
-            Repr::Proto(_) => self.spans().count(),
+            // Counted without reading the spans' fields.
+            Repr::Proto(bytes) => scope_spans(bytes)
+                .map(|group| Fields::new(group).repeated(2).count())
+                .sum(),
         }
     }
 
@@ -93,17 +96,21 @@ impl<'a> SpanBatch<'a> {
     }
 }
 
-/// `resource_spans` (1) → `scope_spans` (2) → `scope` (1) and `spans` (2).
-fn proto_spans(request: &[u8]) -> impl Iterator<Item = Span<'_>> {
+/// The `ScopeSpans` messages of a request: `resource_spans` (1) → `scope_spans` (2).
+fn scope_spans(request: &[u8]) -> impl Iterator<Item = &[u8]> {
     Fields::new(request)
         .repeated(1)
         .flat_map(|resource_spans| Fields::new(resource_spans).repeated(2))
-        .flat_map(|scope_spans| {
-            let scope = Fields::new(scope_spans)
-                .find(|(n, _)| *n == 1)
-                .map_or(Scope::proto(&[]), |(_, f)| Scope::proto(f.bytes()));
-            Fields::new(scope_spans)
-                .repeated(2)
-                .map(move |span| Span::proto(span, scope))
-        })
+}
+
+/// Each `ScopeSpans`'s `scope` (1) and `spans` (2), as views.
+fn proto_spans(request: &[u8]) -> impl Iterator<Item = Span<'_>> {
+    scope_spans(request).flat_map(|scope_spans| {
+        let scope = Fields::new(scope_spans)
+            .find(|(n, _)| *n == 1)
+            .map_or(Scope::proto(&[]), |(_, f)| Scope::proto(f.bytes()));
+        Fields::new(scope_spans)
+            .repeated(2)
+            .map(move |span| Span::proto(span, scope))
+    })
 }
