@@ -61,7 +61,7 @@ build_python() {
     -p "$here/python-jsonl" app -o "$dist/python-jsonl.wasm" >/dev/null
   "$venv/bin/componentize-py" -d "$wit" -w exporter componentize -p "$sdk" -p "$deps" \
     -p "$here/python-seed" app -o "$dist/python-seed.wasm" >/dev/null
-  # Not an example: the SDK's test guest (tests/python_sdk.rs).
+  # Not an example: the SDK's test guest (tests/all/guests/python_sdk.rs).
   "$venv/bin/componentize-py" -d "$wit" -w exporter componentize -p "$sdk" -p "$deps" \
     -p "$sdk/tests/guest" app -o "$dist/python-sdk-fields.wasm" >/dev/null
 }

@@ -2,11 +2,11 @@
 # The Python package's tests: builds the abi3 wheel (maturin, the dev profile: it shares the
 # workspace's target directory, and so wasmtime's build, with `cargo test`), installs it into a
 # Python 3.11 venv (.venv-py311, the machine's python3) and into the NeMo Lens venv
-# (.venv-parity, Python 3.13, made by tests/parity/venv.sh), and runs pytest in both: the NeMo
+# (.venv-parity, Python 3.13, made by tests/all/parity/venv.sh), and runs pytest in both: the NeMo
 # Lens tests (marker `nemo`) in the second only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tests/parity/venv.sh
+tests/all/parity/venv.sh
 [ -x .venv-py311/bin/python ] || python3 -m venv .venv-py311
 for py in .venv-py311/bin/python .venv-parity/bin/python; do
   "$py" -m pip install -q -r python/requirements-test.txt

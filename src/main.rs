@@ -1,12 +1,90 @@
 //! The `lens` command line.
+//!
+//! - `lens demo`: a simulated multi-rank training job ([`demo`]);
+//! - `lens check`: validates a `.wasm` exporter and runs the conformance suite on it ([`check`]);
+//! - `lens config validate | show` ([`config_cmd`]).
+//!
+//! Exit codes: 0 success; 1 the run finished but something failed (a rank crashed or failed its
+//! setup, spans were dropped with `--fail-on-drop`); 2 bad usage, config or input.
 
-mod cli;
+mod builtin;
+mod check;
+mod config_cmd;
+mod demo;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code: bad usage, config or input.
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code: the run finished with failures.
+pub const EXIT_RUN_FAILED: u8 = 1;
+
+#[derive(Parser)]
+#[command(
+    name = "lens",
+    version,
+    about = "OpenTelemetry for multi-rank training jobs, with sandboxed wasm exporters"
+)]
+#[command(
+    after_help = "Exit codes: 0 success, 1 the run finished with failures, 2 bad usage, config or input."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a simulated multi-rank training job, one OS process per rank.
+    #[command(
+        after_help = "Examples:\n  lens demo\n  lens demo --ranks 8 --nodes 2 --steps 200\n  lens demo --config lens.toml"
+    )]
+    Demo(demo::DemoArgs),
+    /// Validate a .wasm exporter, list its capabilities and run the conformance suite on it.
+    #[command(
+        after_help = "Examples:\n  lens check exporter.wasm\n  lens check exporter.wasm --preopen ./out:/out:rw --setting path=/out/spans.jsonl\n\nExit codes: 0 all checks pass, 1 some fail, 2 the file does not load."
+    )]
+    Check(check::CheckArgs),
+    /// Validate or show configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// (internal) One rank of `lens demo`.
+    #[command(hide = true)]
+    DemoRank(demo::RankArgs),
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Strictly validate a config file (unknown keys, ranges, exporter entries).
+    #[command(after_help = "Example:\n  lens config validate lens.toml")]
+    Validate {
+        /// The TOML file.
+        file: PathBuf,
+    },
+    /// Print the effective config: the file (if any) with environment overrides applied.
+    #[command(
+        after_help = "Examples:\n  lens config show\n  LENS_EXPORT_STRATEGY=sampled lens config show --config lens.toml"
+    )]
+    Show {
+        /// The TOML file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_timestamp_millis()
         .init();
-    cli::run()
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Demo(args) => demo::run(args),
+        Command::Check(args) => check::run(args),
+        Command::DemoRank(args) => demo::run_rank(args),
+        Command::Config(ConfigCommand::Validate { file }) => config_cmd::validate(&file),
+        Command::Config(ConfigCommand::Show { config }) => config_cmd::show(config.as_deref()),
+    }
 }

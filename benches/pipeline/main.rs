@@ -183,7 +183,9 @@ fn main() {
     let opts = Opts::parse();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let builtin = lens::wasm::builtin::write_jsonl_exporter(dir).unwrap();
+    // The `lens` binary's built-in exporter, as `build.rs` compiled it.
+    let builtin = dir.join("lens-jsonl-exporter.wasm");
+    std::fs::copy(env!("LENS_BUILTIN_JSONL_WASM"), &builtin).unwrap();
     // The benchmark's batch: 512 spans of 4 attributes, made by a real SDK tracer.
     let batch = lens::testing::record_spans(|t| (0..512).for_each(|i| one_span(t, i)));
     let mut rows: Vec<Row> = Vec::new();

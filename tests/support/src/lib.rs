@@ -40,3 +40,35 @@ pub fn otlp_resource_int(
         _ => None,
     }
 }
+
+/// Runs the calling test in a process of its own: for tests that set what a process has once
+/// (the global providers, the one-setup rule, the process logger), which other tests in the
+/// same binary would see or be refused. The test binary runs itself on just that test; the
+/// child's output is shown and its failure fails the test. Under `cargo nextest`, which already
+/// gives each test its process, the test runs in place.
+pub fn isolated(test: impl FnOnce()) {
+    const CHILD: &str = "LENS_TEST_ISOLATED";
+    if std::env::var_os(CHILD).is_some() || std::env::var_os("NEXTEST_EXECUTION_MODE").is_some() {
+        test();
+        return;
+    }
+    // libtest runs each test on a thread named after it.
+    let name = std::thread::current()
+        .name()
+        .expect("isolated() runs inside a #[test]")
+        .to_string();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .expect("running the test binary again");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{name} in its own process: {}\n{stdout}\n{stderr}",
+        out.status
+    );
+}

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol, SignalConfig};
+use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol, SignalConfig, WasmCacheConfig};
 use lens::opentelemetry::{Key, Value};
 use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::logs::{LogBatch, LogExporter};
@@ -21,6 +21,20 @@ pub fn exporting() -> LensConfig {
     LensConfig {
         enabled: true,
         export_strategy: "all_ranks".into(),
+        wasm_cache: test_wasm_cache(),
+        ..Default::default()
+    }
+}
+
+/// The compilation cache the tests share (`target/lens-test-wasm-cache`): the tests' configs
+/// read an empty environment, so without it every load of a 20 MB Python guest would compile
+/// it again.
+pub fn test_wasm_cache() -> WasmCacheConfig {
+    WasmCacheConfig {
+        dir: Some(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/lens-test-wasm-cache"),
+        ),
         ..Default::default()
     }
 }

@@ -1,5 +1,5 @@
 """The Python SDK's test guest: an OpenTelemetry SDK `SpanExporter` recording every field of
-every `ReadableSpan` it receives, one JSON line each, for `tests/python_sdk.rs` to compare with
+every `ReadableSpan` it receives, one JSON line each, for `tests/all/guests/python_sdk.rs` to compare with
 the host's in-memory exporter. Settings: `path`; `fail` = `failure`, `raise` or `retry` makes
 every export answer that way."""
 

@@ -1,0 +1,297 @@
+//! Domain metrics with NeMo Lens's instrument names, units, kinds and descriptions (its
+//! `nemo.lens.instruments`), so dashboards built for NeMo Lens read Lens ranks unchanged:
+//! inference (`gen_ai.*`, OpenTelemetry's GenAI conventions), reinforcement learning (`rl.*`)
+//! and Gym (`gym.*`). Checked against the NeMo Lens package (`tests/all/parity`).
+//!
+//! Each family is a struct of instruments built once from a meter, and a record of optional
+//! values (`None` is skipped, as NeMo Lens skips `None`):
+//!
+//! ```
+//! use lens::instruments::{RlInstruments, RlMetrics};
+//! # let config = lens::LensConfig { enabled: true, exporter: "none".into(), ..Default::default() };
+//! # let handle = lens::Telemetry::builder(config).rank(0).world_size(1).install_global(false).install().unwrap();
+//! let rl = RlInstruments::new(&handle.meter("trainer"));
+//! rl.record(&RlMetrics { reward_mean: Some(0.82), kl_divergence: Some(0.013), ..Default::default() });
+//! ```
+
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Gauge, Histogram, Meter};
+
+use crate::semconv;
+
+/// The inference instruments: `gen_ai.server.request.duration` (histogram, `s`) and
+/// `gen_ai.client.token.usage` (histogram, `{token}`).
+#[derive(Debug, Clone)]
+pub struct InferenceInstruments {
+    server_request_duration: Histogram<f64>,
+    token_usage: Histogram<u64>,
+}
+
+/// One inference request's values (NeMo Lens's `record_inference_metrics` arguments).
+#[derive(Debug, Clone)]
+pub struct InferenceMetrics<'a> {
+    /// Server-side duration in seconds.
+    pub request_duration_s: Option<f64>,
+    /// The model, `gen_ai.request.model`.
+    pub model: Option<&'a str>,
+    /// Prompt tokens.
+    pub input_tokens: Option<u64>,
+    /// Generated tokens.
+    pub output_tokens: Option<u64>,
+    /// `gen_ai.provider.name`; default `nemo`.
+    pub provider_name: &'a str,
+    /// `gen_ai.operation.name`; default `text_completion`.
+    pub operation_name: &'a str,
+}
+
+impl Default for InferenceMetrics<'_> {
+    fn default() -> Self {
+        Self {
+            request_duration_s: None,
+            model: None,
+            input_tokens: None,
+            output_tokens: None,
+            provider_name: "nemo",
+            operation_name: "text_completion",
+        }
+    }
+}
+
+impl InferenceInstruments {
+    /// The instruments on `meter`.
+    pub fn new(meter: &Meter) -> Self {
+        Self {
+            server_request_duration: meter
+                .f64_histogram("gen_ai.server.request.duration")
+                .with_unit("s")
+                .with_description("GenAI server request duration.")
+                .build(),
+            token_usage: meter
+                .u64_histogram("gen_ai.client.token.usage")
+                .with_unit("{token}")
+                .with_description("Number of input and output tokens used.")
+                .build(),
+        }
+    }
+
+    /// Records one request: its duration, and its input and output tokens apart
+    /// (`gen_ai.token.type`), each with the operation, provider and model.
+    pub fn record(&self, m: &InferenceMetrics<'_>) {
+        let mut attrs = vec![
+            KeyValue::new(semconv::GENAI_OPERATION_NAME, m.operation_name.to_string()),
+            KeyValue::new(semconv::GENAI_PROVIDER_NAME, m.provider_name.to_string()),
+        ];
+        if let Some(model) = m.model.filter(|s| !s.is_empty()) {
+            attrs.push(KeyValue::new(
+                semconv::GENAI_REQUEST_MODEL,
+                model.to_string(),
+            ));
+        }
+        if let Some(d) = m.request_duration_s {
+            self.server_request_duration.record(d, &attrs);
+        }
+        for (tokens, kind) in [(m.input_tokens, "input"), (m.output_tokens, "output")] {
+            if let Some(n) = tokens {
+                let mut with_type = attrs.clone();
+                with_type.push(KeyValue::new(semconv::GENAI_TOKEN_TYPE, kind));
+                self.token_usage.record(n, &with_type);
+            }
+        }
+    }
+}
+
+/// NeMo Lens's `record_inference_metrics(meter, …)` (the SDK reuses instruments of one name).
+pub fn record_inference_metrics(meter: &Meter, metrics: &InferenceMetrics<'_>) {
+    InferenceInstruments::new(meter).record(metrics)
+}
+
+/// The RL instruments: six gauges and two histograms in milliseconds.
+#[derive(Debug, Clone)]
+pub struct RlInstruments {
+    reward_mean: Gauge<f64>,
+    kl_divergence: Gauge<f64>,
+    policy_loss: Gauge<f64>,
+    value_loss: Gauge<f64>,
+    entropy: Gauge<f64>,
+    response_length_mean: Gauge<f64>,
+    generation_duration_ms: Histogram<f64>,
+    rollout_duration_ms: Histogram<f64>,
+}
+
+/// One RL step's values (NeMo Lens's `record_rl_metrics` arguments).
+#[derive(Debug, Clone, Default)]
+pub struct RlMetrics {
+    /// `rl.reward.mean`.
+    pub reward_mean: Option<f64>,
+    /// `rl.kl_divergence`.
+    pub kl_divergence: Option<f64>,
+    /// `rl.policy_loss`.
+    pub policy_loss: Option<f64>,
+    /// `rl.value_loss`.
+    pub value_loss: Option<f64>,
+    /// `rl.entropy`.
+    pub entropy: Option<f64>,
+    /// `rl.response_length.mean`.
+    pub response_length_mean: Option<f64>,
+    /// `rl.generation.duration_ms`.
+    pub generation_duration_ms: Option<f64>,
+    /// `rl.rollout.duration_ms`.
+    pub rollout_duration_ms: Option<f64>,
+}
+
+fn gauge(meter: &Meter, name: &'static str, description: &'static str) -> Gauge<f64> {
+    meter.f64_gauge(name).with_description(description).build()
+}
+
+fn millis(meter: &Meter, name: &'static str, description: &'static str) -> Histogram<f64> {
+    meter
+        .f64_histogram(name)
+        .with_unit("ms")
+        .with_description(description)
+        .build()
+}
+
+impl RlInstruments {
+    /// The instruments on `meter`.
+    pub fn new(meter: &Meter) -> Self {
+        Self {
+            reward_mean: gauge(meter, "rl.reward.mean", "Mean reward across rollout batch."),
+            kl_divergence: gauge(
+                meter,
+                "rl.kl_divergence",
+                "KL divergence between policy and reference.",
+            ),
+            policy_loss: gauge(meter, "rl.policy_loss", "Policy gradient loss."),
+            value_loss: gauge(meter, "rl.value_loss", "Value function loss."),
+            entropy: gauge(meter, "rl.entropy", "Policy entropy."),
+            response_length_mean: gauge(
+                meter,
+                "rl.response_length.mean",
+                "Mean generated response length (tokens).",
+            ),
+            generation_duration_ms: millis(
+                meter,
+                "rl.generation.duration_ms",
+                "Duration of text generation in milliseconds.",
+            ),
+            rollout_duration_ms: millis(
+                meter,
+                "rl.rollout.duration_ms",
+                "Duration of rollout collection in milliseconds.",
+            ),
+        }
+    }
+
+    /// Records the values that are set.
+    pub fn record(&self, m: &RlMetrics) {
+        for (gauge, value) in [
+            (&self.reward_mean, m.reward_mean),
+            (&self.kl_divergence, m.kl_divergence),
+            (&self.policy_loss, m.policy_loss),
+            (&self.value_loss, m.value_loss),
+            (&self.entropy, m.entropy),
+            (&self.response_length_mean, m.response_length_mean),
+        ] {
+            if let Some(v) = value {
+                gauge.record(v, &[]);
+            }
+        }
+        for (histogram, value) in [
+            (&self.generation_duration_ms, m.generation_duration_ms),
+            (&self.rollout_duration_ms, m.rollout_duration_ms),
+        ] {
+            if let Some(v) = value {
+                histogram.record(v, &[]);
+            }
+        }
+    }
+}
+
+/// NeMo Lens's `record_rl_metrics(meter, …)`.
+pub fn record_rl_metrics(meter: &Meter, metrics: &RlMetrics) {
+    RlInstruments::new(meter).record(metrics)
+}
+
+/// The Gym instruments: three histograms in milliseconds and two gauges.
+#[derive(Debug, Clone)]
+pub struct GymInstruments {
+    server_request_duration_ms: Histogram<f64>,
+    rollout_duration_ms: Histogram<f64>,
+    verify_duration_ms: Histogram<f64>,
+    verify_success_rate: Gauge<f64>,
+    active_servers: Gauge<i64>,
+}
+
+/// One Gym report's values (NeMo Lens's `record_gym_metrics` arguments).
+#[derive(Debug, Clone, Default)]
+pub struct GymMetrics {
+    /// `gym.server.request_duration_ms`.
+    pub server_request_duration_ms: Option<f64>,
+    /// `gym.rollout.duration_ms`.
+    pub rollout_duration_ms: Option<f64>,
+    /// `gym.verify.duration_ms`.
+    pub verify_duration_ms: Option<f64>,
+    /// `gym.verify.success_rate`.
+    pub verify_success_rate: Option<f64>,
+    /// `gym.servers.active` (an integer gauge, as NeMo Lens's `int` argument makes it).
+    pub active_servers: Option<i64>,
+}
+
+impl GymInstruments {
+    /// The instruments on `meter`.
+    pub fn new(meter: &Meter) -> Self {
+        Self {
+            server_request_duration_ms: millis(
+                meter,
+                "gym.server.request_duration_ms",
+                "Gym server request duration in milliseconds.",
+            ),
+            rollout_duration_ms: millis(
+                meter,
+                "gym.rollout.duration_ms",
+                "Rollout collection duration in milliseconds.",
+            ),
+            verify_duration_ms: millis(
+                meter,
+                "gym.verify.duration_ms",
+                "Verification endpoint duration in milliseconds.",
+            ),
+            verify_success_rate: gauge(
+                meter,
+                "gym.verify.success_rate",
+                "Fraction of successful verifications.",
+            ),
+            active_servers: meter
+                .i64_gauge("gym.servers.active")
+                .with_description("Number of active Gym servers.")
+                .build(),
+        }
+    }
+
+    /// Records the values that are set.
+    pub fn record(&self, m: &GymMetrics) {
+        for (histogram, value) in [
+            (
+                &self.server_request_duration_ms,
+                m.server_request_duration_ms,
+            ),
+            (&self.rollout_duration_ms, m.rollout_duration_ms),
+            (&self.verify_duration_ms, m.verify_duration_ms),
+        ] {
+            if let Some(v) = value {
+                histogram.record(v, &[]);
+            }
+        }
+        if let Some(v) = m.verify_success_rate {
+            self.verify_success_rate.record(v, &[]);
+        }
+        if let Some(v) = m.active_servers {
+            self.active_servers.record(v, &[]);
+        }
+    }
+}
+
+/// NeMo Lens's `record_gym_metrics(meter, …)`.
+pub fn record_gym_metrics(meter: &Meter, metrics: &GymMetrics) {
+    GymInstruments::new(meter).record(metrics)
+}

@@ -1,0 +1,102 @@
+//! # Lens
+//!
+//! OpenTelemetry (traces, metrics, logs) for multi-rank ML training jobs, with custom
+//! exporters of every signal running as sandboxed WebAssembly components. The Rust counterpart of NeMo Lens: its defaults, environment,
+//! export decisions and resource, checked against the real package (`tests/all/parity/`).
+//!
+//! ```text
+//!  rank process
+//!  ┌───────────────────────────────────────────────────────────────────────────────────┐
+//!  │ setup_telemetry(config, rank, world_size, …)                                        │
+//!  │   export strategy ── no ──► no-op providers (nothing recorded)                       │
+//!  │        │ yes                                                                         │
+//!  │        ▼                                                                             │
+//!  │  Tracer ─► RankAwareSampler ─► FanOutSpanProcessor ─┬► BatchSpanProcessor ─► OTLP     │
+//!  │  (spans)   (one keep/drop       (closes open spans  ├► BatchSpanProcessor ─► console  │
+//!  │             per rank)            at shutdown)       ├► BatchSpanProcessor ─► wasm ──┐ │
+//!  │                                                     └► processors added later       │ │
+//!  │  Meter ─► PeriodicReader ─► OTLP / console / wasm (or an injected reader) ──────────┤ │
+//!  │  log / tracing ─► LogBridge ─► Logger ─► BatchLogProcessor ─► OTLP / console / wasm ┤ │
+//!  └─────────────────────────────────────────────────────────────────────────────────────┼─┘
+//!                   wasmtime sandbox: memory cap, deadlines, granted capabilities ◄───────┘
+//! ```
+//!
+//! Every span, metric data point and log record that reaches an exporter is either exported or
+//! counted as dropped, by reason, per exporter ([`DeliveryStats`]), retries included. A batch processor exports one batch at a time, or up to
+//! `batch.max_concurrent_exports` at once; a wasm exporter then runs one sandboxed instance per
+//! concurrent export.
+//!
+//! ## Map of the modules, along the pipeline
+//!
+//! | module | what it holds | uses |
+//! |---|---|---|
+//! | [`config`] | the TOML shape, defaults, validation, environment overrides | `error` |
+//! | [`semconv`] | NeMo Lens's attribute names (a leaf) | — |
+//! | [`rank`], [`strategy`], [`resource`] | who this rank is, whether it exports, what its signals carry (attribute names from `semconv`) | `config`, `semconv` |
+//! | `batch` | the batch queue under the span and log processors, delivery statistics | `config` |
+//! | [`trace`] | Lens's tracer (open spans, the launcher's trace, span groups), safe attributes with redaction, rank-aware sampler, fan-out, Lens's batch span processor, health metrics | `config`, `strategy`, `batch` |
+//! | [`logs`] | Lens's batch log processor, the `log` and `tracing` bridges | `config`, `batch` |
+//! | [`instruments`] | NeMo Lens's inference, RL and Gym instruments | `semconv` |
+//! | [`propagation`] | the W3C propagator, `inject_context`/`extract_context`, the launcher's `TRACEPARENT` | `config` |
+//! | `encoding` | how a batch of spans, metrics or log records reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
+//! | `metrics` | the in-memory metric reader, [`data_points`] | `encoding` |
+//! | [`exporter`] | the native exporters of spans, metrics and log records: OTLP, console, none | `config`, `encoding` |
+//! | [`wasm`] | the sandbox host: engine, load, cache, grants, interfaces, instances, lanes with backoff and retries, the span, metric and log exporters | `config`, `batch`, `encoding`, `bindings` |
+//! | `pipeline` | assembly: config entries become batch processors and readers (metric exporters counted per data point) | `exporter`, `wasm`, `trace`, `logs` |
+//! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install) and [`TelemetryHandle`] | `pipeline` and below |
+//! | [`check`] | what `lens check` runs: validation, timings, a conformance suite per exporter interface (feature `testing`) | `wasm`, `encoding`, `testing` |
+//! | [`testing`] | the oracle exporter, the span fixtures, metric collections and log records of every kind (feature `testing`) | `exporter`, `metrics` |
+//! | `error` | every error type, and [`FaultKind`] (a leaf) | — |
+//! | `bindings` | the host side generated from `wit/` (`lens:exporter@0.3.0`; a leaf) | — |
+//!
+//! No module imports from a module above it in this table: the native exporters and the wasm
+//! host know nothing of each other, and only `pipeline` sees both.
+//!
+//! ## Features
+//!
+//! - `tracing` (default): [`TelemetryHandle::tracing_layer`] for `#[instrument]` spans.
+//! - `hand-lowering` (default): typed batches are lowered into guest memory by hand, a list at a
+//!   time; it uses wasmtime's unstable internals (hence the exact wasmtime version). Without it
+//!   wasmtime's derived lowering does the same, slower.
+//! - `testing`: [`testing`] and [`check`] (what the `lens` command line, a separate package,
+//!   turns on).
+
+mod batch;
+pub(crate) mod bindings;
+#[cfg(any(test, feature = "testing"))]
+pub mod check;
+pub mod config;
+pub(crate) mod encoding;
+mod error;
+pub mod exporter;
+pub mod instruments;
+pub mod logs;
+mod metrics;
+pub(crate) mod pipeline;
+pub mod propagation;
+pub mod rank;
+pub mod resource;
+pub mod semconv;
+pub mod strategy;
+mod telemetry;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+pub mod trace;
+pub mod wasm;
+
+pub use config::LensConfig;
+pub use error::{BoxError, FaultKind, GrantError, LensError, LoadError, RankError, WasmSetupError};
+pub use metrics::{InMemoryMetricReader, data_points};
+pub use rank::RankInfo;
+pub use strategy::{ExportStrategy, register_export_strategy, unregister_export_strategy};
+pub use telemetry::{Telemetry, TelemetryBuilder, TelemetryHandle, setup_telemetry};
+pub use trace::{DeliveryStats, ExporterSnapshot, RankAwareSampler};
+
+/// Re-exported so users need not pin matching versions themselves.
+pub use opentelemetry;
+pub use opentelemetry_sdk;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,238 @@
+//! The host of sandboxed WebAssembly component exporters (`kind = "wasm"`).
+//!
+//! The component contract is the WIT package in `wit/` (`lens:exporter@0.3.0`: span, metric
+//! and log exporters; 0.2.0 span exporters still load); how batches are encoded for a guest
+//! is the crate's `encoding` module's business.
+//!
+//! - [`engine`]: one engine per process and its epoch deadlines;
+//! - [`mod@load`]: validation of a `.wasm` file, with one [`LoadError`] per problem;
+//! - [`cache`]: compiled components on disk, mapped into memory on the next start;
+//! - [`sandbox`]: what a guest may touch (deny by default) and its memory cap;
+//! - [`quota`]: the write budget of writable pre-opens;
+//! - [`guest_output`]: what a guest says (errors, stdout/stderr), escaped and cut before it is
+//!   shown;
+//! - [`interface`]: which exporter interfaces a component exports, and the calls into one;
+//! - `instance`: one guest instance on its worker thread (start, serve calls);
+//! - `exporter`: the lanes of instances serving one signal, with fault backoff, and `retry`,
+//!   when a batch the guest called retryable is sent again;
+//! - [`span_exporter`], [`metric_exporter`], [`log_exporter`]: [`WasmSpanExporter`],
+//!   [`WasmMetricExporter`], [`WasmLogExporter`], the SDK's exporter traits over the lanes.
+//!
+//! The host takes what it needs from the installation building it as a [`HostInputs`]; it
+//! never sees the rest of the configuration.
+
+pub(crate) mod backoff;
+pub mod cache;
+pub mod engine;
+pub(crate) mod exporter;
+pub mod guest_output;
+pub(crate) mod instance;
+pub mod interface;
+pub mod load;
+pub mod log_exporter;
+pub mod metric_exporter;
+pub mod quota;
+pub(crate) mod retry;
+pub mod sandbox;
+pub mod span_exporter;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry_sdk::Resource;
+
+pub use backoff::{FIRST_BACKOFF, HEALTHY_PERIOD, MAX_BACKOFF};
+pub use instance::{INSTANCE_PLACEHOLDER, MAX_GUEST_ERROR};
+pub use interface::{GuestInterface, Signal, WIT_VERSION};
+pub use load::{DEFAULT_MAX_FILE_MIB, LoadChecks, LoadedComponent, load};
+pub use log_exporter::WasmLogExporter;
+pub use metric_exporter::WasmMetricExporter;
+pub use retry::{FIRST_RETRY, MAX_RETRY_DELAY};
+pub use span_exporter::WasmSpanExporter;
+
+use crate::batch::ExporterStats;
+use crate::config::env::{EnvSource, ProcessEnv};
+use crate::config::{BatchConfig, WasmCacheConfig, WasmExporterSpec};
+use crate::error::LensError;
+pub use crate::error::{GrantError, LoadError, WasmSetupError};
+use exporter::Lanes;
+use instance::{InstanceFactory, StartError};
+use sandbox::Grants;
+
+/// Default linear memory cap: large enough for componentize-py/JS guests (~13 MiB at start).
+pub const DEFAULT_MEMORY_LIMIT_MIB: u64 = 256;
+
+/// What the host needs from the installation that builds an exporter.
+pub struct HostInputs<'a> {
+    /// Where `env = { X = { from_host = "Y" } }` grants read `Y`.
+    pub env: &'a dyn EnvSource,
+    /// This process's rank, for the log prefix of the guest's output.
+    pub rank: u32,
+    /// The resource of the spans, handed to the guest's `init`.
+    pub resource: &'a Resource,
+    /// The compilation cache to load through.
+    pub cache: &'a WasmCacheConfig,
+}
+
+/// Loads, links and starts the instances serving `signal` for a config entry: as many as
+/// `batch.max_concurrent_exports` (one for metrics, which the periodic reader exports one
+/// collection at a time), each initialised before this returns.
+pub(crate) fn start_lanes(
+    name: &str,
+    spec: &WasmExporterSpec,
+    signal: Signal,
+    batch: &BatchConfig,
+    inputs: &HostInputs<'_>,
+    stats: Arc<ExporterStats>,
+) -> Result<Lanes, WasmSetupError> {
+    let factory = factory(name, spec, signal, batch, inputs, stats)?;
+    let count = match signal {
+        Signal::Metrics => 1,
+        Signal::Traces | Signal::Logs => batch.max_concurrent_exports,
+    };
+    let lanes = Lanes::new(
+        factory,
+        inputs.resource.clone(),
+        count,
+        Duration::from_millis(batch.export_timeout_ms),
+    );
+    lanes.start().map_err(|e| match e {
+        StartError::Refused(msg) => WasmSetupError::InitRefused(msg),
+        StartError::Fault(f) => WasmSetupError::Start {
+            kind: f.kind,
+            detail: f.detail,
+        },
+        StartError::Mismatch(detail) => WasmSetupError::Load(LoadError::ExportMismatch {
+            expected: GuestInterface::current(signal).name(),
+            detail,
+        }),
+    })?;
+    Ok(lanes)
+}
+
+/// What a `.wasm` exporter built outside a telemetry installation (tests, benchmarks, tools)
+/// starts from: the process environment for `from_host` grants, the cache and the batch
+/// defaults of the signal (with the entry's own `batch` overrides), rank 0. Errors name the
+/// exporter and the file.
+pub(crate) fn lanes_from_config(
+    name: &str,
+    spec: &WasmExporterSpec,
+    signal: Signal,
+    resource: &Resource,
+) -> Result<(Lanes, Arc<ExporterStats>), LensError> {
+    let config = crate::LensConfig::from_env()?;
+    let inputs = HostInputs {
+        env: &ProcessEnv,
+        rank: 0,
+        resource,
+        cache: &config.wasm_cache,
+    };
+    let stats = Arc::new(ExporterStats::new(name));
+    let defaults = match signal {
+        Signal::Logs => config.log_batch,
+        Signal::Traces | Signal::Metrics => config.batch,
+    };
+    let batch = defaults.with_overrides(&spec.batch);
+    // The checks a config file gets, for an entry built in code.
+    crate::config::ExporterSpec::Wasm(spec.clone())
+        .validate(&defaults)
+        .map_err(|message| LensError::Config {
+            source_name: format!("wasm exporter `{name}`"),
+            message,
+            source: None,
+        })?;
+    let lanes = start_lanes(name, spec, signal, &batch, &inputs, stats.clone())
+        .map_err(|source| setup_error(name, spec, source))?;
+    Ok((lanes, stats))
+}
+
+/// `source` as the [`LensError`] naming the exporter and its file.
+pub(crate) fn setup_error(
+    name: &str,
+    spec: &WasmExporterSpec,
+    source: WasmSetupError,
+) -> LensError {
+    LensError::WasmLoad {
+        exporter: name.to_string(),
+        path: spec.path.clone(),
+        source,
+    }
+}
+
+/// Loads the component of `spec` and resolves its grants: what every instance starts from.
+pub(crate) fn factory(
+    name: &str,
+    spec: &WasmExporterSpec,
+    signal: Signal,
+    batch: &BatchConfig,
+    inputs: &HostInputs<'_>,
+    stats: Arc<ExporterStats>,
+) -> Result<InstanceFactory, WasmSetupError> {
+    let grants = grants(name, spec, inputs)?;
+    let engine = engine::engine(spec.fuel_per_call.is_some())?;
+    let cache = cache::shared(inputs.cache, inputs.env);
+    let checks = LoadChecks {
+        sha256_pin: spec.sha256.as_deref(),
+        max_bytes: spec.max_file_mib.unwrap_or(DEFAULT_MAX_FILE_MIB) << 20,
+    };
+    let loaded = load(&spec.path, checks, engine, cache)?;
+    let interface = loaded.interface(signal)?;
+    log::debug!(
+        "wasm exporter `{name}`: {} ({} bytes, sha256 {}) loaded in {:?}; imports: {}",
+        loaded.path.display(),
+        loaded.size,
+        loaded.sha256,
+        loaded.load_time,
+        loaded.imports.join(", ")
+    );
+    Ok(InstanceFactory {
+        name: name.into(),
+        engine: engine.clone(),
+        pre: loaded.pre,
+        interface,
+        grants,
+        settings: spec
+            .settings
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        call_timeout: Duration::from_millis(
+            spec.call_timeout_ms.unwrap_or(batch.export_timeout_ms),
+        ),
+        fuel: spec.fuel_per_call,
+        stats,
+        preferences: std::sync::Mutex::new(None),
+    })
+}
+
+fn grants(
+    name: &str,
+    spec: &WasmExporterSpec,
+    inputs: &HostInputs<'_>,
+) -> Result<Grants, GrantError> {
+    let env = sandbox::resolve_env(&spec.env, inputs.env)?;
+    let mut preopens = Vec::new();
+    for p in &spec.preopens {
+        if !p.host.is_dir() {
+            return Err(GrantError::MissingDirectory {
+                path: p.host.clone(),
+            });
+        }
+        preopens.push((p.host.clone(), p.guest.clone(), p.read_only));
+    }
+    let memory_mib = spec.memory_limit_mib.unwrap_or(DEFAULT_MEMORY_LIMIT_MIB);
+    Ok(Grants {
+        env,
+        preopens,
+        allowed_hosts: spec.allowed_hosts.clone(),
+        forward_stdio: spec.forward_stdio.unwrap_or(true),
+        memory_limit: (memory_mib as usize).saturating_mul(1 << 20),
+        log_prefix: format!("wasm exporter `{name}` rank {}", inputs.rank).into(),
+        stderr_warnings: Arc::default(),
+        write_budget: spec
+            .max_write_mib
+            .map(|mib| Arc::new(quota::WriteBudget::new(mib.saturating_mul(1 << 20)))),
+    })
+}

@@ -1,0 +1,163 @@
+//! `lens check FILE.wasm`: what an exporter author runs before shipping.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use lens::check::{CheckOptions, check_with};
+use lens::config::{EnvGrant, WasmExporterSpec, WasmPreopen};
+
+use super::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The component to check.
+    file: PathBuf,
+    /// A setting handed to the guest's `init` (repeatable), e.g. `--setting path=/out/x.jsonl`.
+    #[arg(long = "setting", value_name = "KEY=VALUE")]
+    settings: Vec<String>,
+    /// Pre-open a host directory (repeatable): `HOST:GUEST` read-only, `HOST:GUEST:rw` writable.
+    #[arg(long = "preopen", value_name = "HOST:GUEST[:rw]")]
+    preopens: Vec<String>,
+    /// An environment variable the guest sees (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    env: Vec<String>,
+    /// A host the guest may call over wasi:http (repeatable), `host` or `host:port`.
+    #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
+    allowed_hosts: Vec<String>,
+    /// Deadline of one guest call, milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    call_timeout_ms: u64,
+    /// Linear memory cap, MiB.
+    #[arg(long, default_value_t = lens::wasm::DEFAULT_MEMORY_LIMIT_MIB)]
+    memory_limit_mib: u64,
+    /// Skip timing a cold compile when the compilation cache already holds the component (a
+    /// second compile, seconds for a Python guest): for an edit–check loop.
+    #[arg(long)]
+    quick: bool,
+}
+
+fn pair(s: &str, what: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("{what} `{s}` is not KEY=VALUE"))
+}
+
+fn spec(args: &CheckArgs) -> Result<WasmExporterSpec, String> {
+    let mut preopens = Vec::new();
+    for p in &args.preopens {
+        let parts: Vec<&str> = p.split(':').collect();
+        let (host, guest, read_only) = match parts.as_slice() {
+            [h, g] => (h, g, true),
+            [h, g, "rw"] => (h, g, false),
+            _ => {
+                return Err(format!(
+                    "--preopen `{p}` is not HOST:GUEST or HOST:GUEST:rw"
+                ));
+            }
+        };
+        preopens.push(WasmPreopen {
+            host: PathBuf::from(host),
+            guest: guest.to_string(),
+            read_only,
+        });
+    }
+    Ok(WasmExporterSpec {
+        name: Some("check".into()),
+        path: args.file.clone(),
+        settings: args
+            .settings
+            .iter()
+            .map(|s| pair(s, "--setting"))
+            .collect::<Result<_, _>>()?,
+        env: args
+            .env
+            .iter()
+            .map(|s| pair(s, "--env").map(|(k, v)| (k, EnvGrant::Value(v.into()))))
+            .collect::<Result<_, _>>()?,
+        preopens,
+        allowed_hosts: args.allowed_hosts.clone(),
+        call_timeout_ms: Some(args.call_timeout_ms),
+        memory_limit_mib: Some(args.memory_limit_mib),
+        ..Default::default()
+    })
+}
+
+pub fn run(args: CheckArgs) -> ExitCode {
+    let spec = match spec(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let options = CheckOptions::default().with_cold_compile(!args.quick);
+    let report = match check_with(&spec, options) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    println!("{}", args.file.display());
+    println!(
+        "  size          {} bytes, sha256 {}",
+        report.size, report.sha256
+    );
+    let interfaces: Vec<&str> = report
+        .signals
+        .iter()
+        .map(|s| s.interface.as_str())
+        .collect();
+    println!("  exports       {} (valid)", interfaces.join(", "));
+    match report.cold_compile {
+        Some(t) => println!("  cold compile  {:.1} ms", t.as_secs_f64() * 1e3),
+        None => println!("  cold compile  skipped (--quick: the cache holds it)"),
+    }
+    println!(
+        "  cached load   {:.1} ms{}",
+        report.cached_load.as_secs_f64() * 1e3,
+        if report.cache_hit {
+            ""
+        } else {
+            " (not served from the cache)"
+        }
+    );
+    println!("  capabilities  (what it imports; each needs a grant in the config to do anything)");
+    for (group, imports) in &report.capabilities {
+        println!("    {group:<12} {}", imports.join(", "));
+    }
+    let mut total = 0;
+    for signal in &report.signals {
+        println!("  {} ({})", signal.interface, signal.signal.as_str());
+        println!("    encoding      {}", signal.encoding.unwrap_or("-"));
+        println!("    conformance");
+        for c in &signal.cases {
+            match &c.outcome {
+                Ok(_) => println!("      ok    {}", c.name),
+                Err(e) => println!("      FAIL  {}: {e}", c.name),
+            }
+        }
+        total += signal.cases.len();
+        if let Some(ns) = signal.per_item_ns {
+            let item = match signal.signal {
+                lens::wasm::Signal::Traces => "span (10k spans, batches of 512)",
+                lens::wasm::Signal::Metrics => "data point (1,000 in one collection)",
+                lens::wasm::Signal::Logs => "log record (10k records, batches of 512)",
+            };
+            println!("    cost          {:.2} µs per {item}", ns / 1e3);
+        }
+        println!(
+            "    peak memory   {:.1} MiB",
+            signal.peak_memory_bytes as f64 / (1 << 20) as f64
+        );
+    }
+    let failures = report.failures();
+    if failures.is_empty() {
+        println!("PASS");
+        ExitCode::SUCCESS
+    } else {
+        println!("FAIL: {} of {total} checks failed", failures.len());
+        ExitCode::from(EXIT_RUN_FAILED)
+    }
+}

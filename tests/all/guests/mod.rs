@@ -1,0 +1,7 @@
+//! The example guests of every language, the guest SDKs, and `lens check`.
+
+mod check;
+mod examples;
+mod language_signals;
+mod languages;
+mod python_sdk;

@@ -1,0 +1,36 @@
+//! Lens's integration tests: one binary, a module per concern (linking wasmtime once instead of
+//! once per file). Shared helpers are the `lens-test-support` crate (`tests/support`); the guest
+//! components come from `lens-test-guests` (`tests/guests`) and `guest-examples/build.sh`.
+//!
+//! Tests that set process-wide state (the global providers, the one-setup rule, the process
+//! logger) run in a process of their own: see [`lens_test_support::isolated`].
+//!
+//! | module | concern |
+//! |---|---|
+//! | [`telemetry`], [`strategy`], [`span_groups`], [`propagation`], [`env`] | setting up a rank: decisions, resource, environment |
+//! | [`processor`], [`logs`] | the batch processors and their accounting, the log signal |
+//! | [`otlp`] | OTLP against a real collector, and under collector faults |
+//! | [`wasm`] | the sandbox host: loading, cache, limits, faults, retries, every signal |
+//! | [`guests`] | the example guests of every language, the guest SDKs, `lens check` |
+//! | [`parity`] | the differential suite against the real NeMo Lens |
+//! | [`cli`], [`config_errors`] | the `lens` binary, golden config errors |
+
+mod cli;
+mod config_errors;
+mod env;
+mod guests;
+mod logs;
+mod otlp;
+mod parity;
+mod processor;
+mod propagation;
+mod span_groups;
+mod strategy;
+mod telemetry;
+mod wasm;
+
+/// The `lens` binary's built-in JSON-lines exporter, as `build.rs` compiled it
+/// (`guest-examples/rust-jsonl`).
+fn builtin_jsonl() -> std::path::PathBuf {
+    env!("LENS_BUILTIN_JSONL_WASM").into()
+}

@@ -1,0 +1,4 @@
+//! OTLP exporters against real processes on loopback.
+
+mod collector;
+mod faults;

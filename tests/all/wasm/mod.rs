@@ -1,0 +1,11 @@
+//! The sandbox host.
+
+mod cache;
+mod compat;
+mod faults;
+mod limits;
+mod load;
+mod oracle;
+mod retry;
+mod sandbox;
+mod signals;

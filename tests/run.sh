@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite, as the README's second command runs it on a fresh machine: installs the
+# test tools (PyPI: the rotel collector, ruff, maturin, pytest), builds the example exporters of
+# every language with their pinned tools (guest-examples/build.sh), makes the NeMo Lens oracle's
+# venv (tests/all/parity/venv.sh), then runs the Rust tests (one binary, tests/all, and the
+# library's unit and doc tests), the Python package's tests on 3.11 and 3.13 (python/test.sh)
+# and the guest SDKs' own tests (sdk/test.sh). Each step is idempotent: a second run reuses
+# what the first installed. CONTRIBUTING.md says what each step installs and where.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step() { printf '== %s\n' "$*"; }
+step "test tools (requirements-test.txt)"
+python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
+step "example exporters (guest-examples/build.sh)"
+guest-examples/build.sh
+step "the NeMo Lens oracle (tests/all/parity/venv.sh)"
+tests/all/parity/venv.sh
+step "Rust: cargo test"
+cargo test
+step "Python package (python/test.sh)"
+python/test.sh
+step "guest SDKs (sdk/test.sh)"
+sdk/test.sh
