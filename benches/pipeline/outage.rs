@@ -23,7 +23,7 @@ fn run(outage: bool, timeout_ms: u64) -> (u64, u64, f64) {
     let protocol = OtlpProtocol::Grpc;
     let mut config = LensConfig {
         metrics_enabled: false,
-        traces: otlp_signal(protocol, collector.endpoint(protocol, "traces")),
+        traces: otlp_signal(protocol, collector.endpoint(protocol, lens::Signal::Traces)),
         ..exporting()
     };
     if let lens::config::ExporterSpec::Otlp(o) = &mut config.traces.exporters[0] {

@@ -67,10 +67,11 @@ pub fn run(args: DemoArgs) -> ExitCode {
 /// Checks the arguments and the config, creates the run's output directory (with the built-in
 /// exporter in it for the default job) and the job's trace.
 fn prepare(args: &DemoArgs) -> Result<Job, String> {
-    if args.ranks == 0 || args.nodes == 0 || !args.ranks.is_multiple_of(args.nodes) {
+    let nodes = args.nodes();
+    if args.ranks == 0 || nodes == 0 || !args.ranks.is_multiple_of(nodes) {
         return Err(format!(
-            "--ranks ({}) must be a positive multiple of --nodes ({})",
-            args.ranks, args.nodes
+            "--ranks ({}) must be a positive multiple of --nodes ({nodes})",
+            args.ranks
         ));
     }
     if let Some(file) = &args.config {
@@ -100,7 +101,8 @@ fn prepare(args: &DemoArgs) -> Result<Job, String> {
     let launcher = SpanContext::new(
         trace_id,
         SpanId::from(rand::random::<u64>().max(1)),
-        TraceFlags::SAMPLED,
+        // Sampled, and the trace id drawn at random (W3C level 2), as NeMo Lens's spans say.
+        TraceFlags::SAMPLED | lens::trace::flags::RANDOM_TRACE_ID,
         false,
         TraceState::default(),
     );
@@ -117,7 +119,7 @@ fn prepare(args: &DemoArgs) -> Result<Job, String> {
 
 /// The command line of one rank.
 fn rank_command(args: &DemoArgs, rank: u32, job: &Job) -> Command {
-    let per_node = args.ranks / args.nodes;
+    let per_node = args.ranks / args.nodes();
     let mut cmd = Command::new(&job.exe);
     cmd.arg("demo-rank")
         .args(["--steps", &args.steps.to_string()])
@@ -200,6 +202,7 @@ fn supervise(
         })
     });
     let mut summary = None;
+    let mut setup_failed = None;
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             match serde_json::from_str::<RankMessage>(&line) {
@@ -209,6 +212,7 @@ fn supervise(
                     bar.set_message(format!("{:.0} spans/s", spans as f64 / secs));
                 }
                 Ok(RankMessage::Summary(s)) => summary = Some(s),
+                Ok(RankMessage::SetupFailed { error }) => setup_failed = Some(error),
                 Err(_) => {}
             }
         }
@@ -217,10 +221,11 @@ fn supervise(
     let last_error = stderr.and_then(|t| t.join().ok().flatten());
     bar.finish();
     let reason = last_error.map(|e| format!(": {e}")).unwrap_or_default();
-    match (summary, status) {
-        (Some(s), _) => (rank, Ok(s)),
-        (None, Ok(st)) => (rank, Err(format!("crashed ({st}){reason}"))),
-        (None, Err(e)) => (rank, Err(format!("lost: {e}{reason}"))),
+    match (summary, setup_failed, status) {
+        (Some(s), _, _) => (rank, Ok(s)),
+        (None, Some(error), _) => (rank, Err(format!("setup failed: {}", escape(&error)))),
+        (None, None, Ok(st)) => (rank, Err(format!("crashed ({st}){reason}"))),
+        (None, None, Err(e)) => (rank, Err(format!("lost: {e}{reason}"))),
     }
 }
 

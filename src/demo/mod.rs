@@ -22,9 +22,10 @@ pub struct DemoArgs {
     /// Number of rank processes.
     #[arg(long, default_value_t = 8)]
     ranks: u32,
-    /// Number of simulated nodes (ranks are spread evenly; LOCAL_RANK follows).
-    #[arg(long, default_value_t = 2)]
-    nodes: u32,
+    /// Number of simulated nodes (ranks are spread evenly; LOCAL_RANK follows). Default: 2
+    /// when that divides --ranks, else 1.
+    #[arg(long)]
+    nodes: Option<u32>,
     /// Training steps per rank.
     #[arg(long, default_value_t = 200)]
     steps: u64,
@@ -46,6 +47,18 @@ pub struct DemoArgs {
     /// Run each rank for this many seconds instead of `--steps` (a stress run with `--step-ms 0`).
     #[arg(long)]
     duration_s: Option<u64>,
+}
+
+impl DemoArgs {
+    /// `--nodes`, else 2 when that divides `--ranks`, else 1 (a single rank, or an odd count).
+    fn nodes(&self) -> u32 {
+        self.nodes
+            .unwrap_or(if self.ranks >= 2 && self.ranks.is_multiple_of(2) {
+                2
+            } else {
+                1
+            })
+    }
 }
 
 #[derive(Args, Debug)]
@@ -110,6 +123,13 @@ pub struct RankSummary {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum RankMessage {
-    Progress { step: u64, spans: u64 },
+    Progress {
+        step: u64,
+        spans: u64,
+    },
     Summary(RankSummary),
+    /// `setup_telemetry` failed (a config problem): the rank trained nothing.
+    SetupFailed {
+        error: String,
+    },
 }

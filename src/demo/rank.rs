@@ -56,7 +56,11 @@ pub fn run_rank(args: RankArgs) -> ExitCode {
             }
         }
         Err(e) => {
+            // Only the setup returns an error: the launcher says so, not "crashed".
             eprintln!("error: {e}");
+            emit(&RankMessage::SetupFailed {
+                error: e.to_string(),
+            });
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }

@@ -3,24 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-fn lens() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_lens"));
-    for var in [
-        "RANK",
-        "WORLD_SIZE",
-        "LOCAL_RANK",
-        "LENS_EXPORTER",
-        "LENS_EXPORT_STRATEGY",
-        "NEMO_LENS_ENABLED",
-        "NEMO_LENS_EXPORTER",
-        "NEMO_LENS_EXPORT_STRATEGY",
-        "TRACEPARENT",
-        "TRACESTATE",
-    ] {
-        c.env_remove(var);
-    }
-    c
-}
+use crate::lens;
 
 /// `lens demo ARGS --out OUT`, ready to run (tests may add environment variables).
 fn demo(out: &Path, args: &[&str]) -> Command {
@@ -439,7 +422,7 @@ fn a_rank_failing_setup_shows_the_reason_in_the_table() {
             .find(|l| l.trim_start().starts_with(&format!("{rank}  FAILED")))
             .unwrap_or_else(|| panic!("no row for rank {rank}: {stdout}"));
         assert!(
-            row.contains("crashed (exit status: 2): wasm exporter `missing-exporter`")
+            row.contains("FAILED: setup failed: wasm exporter `missing-exporter`")
                 && row.ends_with("missing-exporter.wasm): file not found"),
             "{row}"
         );
@@ -560,4 +543,31 @@ preopens = [{{ host = "{out}", guest = "/out", read_only = false }}]
     // Nor does a config's `Debug`.
     let cfg = lens::LensConfig::from_file(config).unwrap();
     assert!(!format!("{cfg:?}").contains(PLANTED));
+}
+
+#[test]
+fn demo_with_one_rank_runs_on_one_node() {
+    // `--nodes` defaults to 2 only where 2 divides `--ranks`.
+    for ranks in ["1", "3"] {
+        let out = tempfile::tempdir().unwrap();
+        let args = ["--ranks", ranks, "--steps", "5", "--step-ms", "0"];
+        let result = demo(out.path(), &args).output().unwrap();
+        assert!(
+            result.status.success(),
+            "--ranks {ranks}: {}\n{}",
+            String::from_utf8_lossy(&result.stdout),
+            String::from_utf8_lossy(&result.stderr)
+        );
+        assert_eq!(summary(out.path()).len().to_string(), ranks);
+    }
+    // An explicit count that does not divide is still refused.
+    let out = tempfile::tempdir().unwrap();
+    let args = ["--ranks", "3", "--nodes", "2", "--steps", "5"];
+    let result = demo(out.path(), &args).output().unwrap();
+    assert_eq!(result.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&result.stderr)
+            .contains("--ranks (3) must be a positive multiple of --nodes (2)"),
+        "{result:?}"
+    );
 }

@@ -347,6 +347,7 @@ fn an_unknown_exporter_fails_only_the_ranks_that_build_it() {
 
 #[test]
 fn otlp_protocols_are_read_per_signal_and_leniently() {
+    use lens::Signal;
     use lens::config::OtlpProtocol::{Grpc, HttpProtobuf};
     use lens::config::env::otlp_protocol;
     let env = [
@@ -355,15 +356,15 @@ fn otlp_protocols_are_read_per_signal_and_leniently() {
         ("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "carrier-pigeon"),
     ];
     // http/json is sent as HTTP protobuf, as NeMo Lens's Python exporter does.
-    assert_eq!(otlp_protocol(&env, None, "traces"), HttpProtobuf);
+    assert_eq!(otlp_protocol(&env, None, Signal::Traces), HttpProtobuf);
     // Empty: the general setting, then gRPC.
     assert_eq!(
-        otlp_protocol(&env, Some(HttpProtobuf), "metrics"),
+        otlp_protocol(&env, Some(HttpProtobuf), Signal::Metrics),
         HttpProtobuf
     );
-    assert_eq!(otlp_protocol(&env, None, "metrics"), Grpc);
+    assert_eq!(otlp_protocol(&env, None, Signal::Metrics), Grpc);
     // Unknown: gRPC, with a warning.
-    assert_eq!(otlp_protocol(&env, Some(HttpProtobuf), "logs"), Grpc);
+    assert_eq!(otlp_protocol(&env, Some(HttpProtobuf), Signal::Logs), Grpc);
     let mut cfg = LensConfig::default();
     cfg.apply_env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")])
         .unwrap();

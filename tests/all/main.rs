@@ -13,10 +13,12 @@
 //! | [`wasm`] | the sandbox host: loading, cache, limits, faults, retries, every signal |
 //! | [`guests`] | the example guests of every language, the guest SDKs, `lens check` |
 //! | [`parity`] | the differential suite against the real NeMo Lens |
-//! | [`cli`], [`config_errors`] | the `lens` binary, golden config errors |
+//! | [`cli`], [`config_errors`], [`config_files`], [`docs`] | the `lens` binary, golden config errors, config files read from elsewhere, the README's and docs' code |
 
 mod cli;
 mod config_errors;
+mod config_files;
+mod docs;
 mod env;
 mod guests;
 mod logs;
@@ -33,4 +35,24 @@ mod wasm;
 /// (`guest-examples/rust-jsonl`).
 fn builtin_jsonl() -> std::path::PathBuf {
     env!("LENS_BUILTIN_JSONL_WASM").into()
+}
+
+/// The `lens` binary, without the launcher and config variables the test runner may have.
+fn lens() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_lens"));
+    for var in [
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LENS_EXPORTER",
+        "LENS_EXPORT_STRATEGY",
+        "NEMO_LENS_ENABLED",
+        "NEMO_LENS_EXPORTER",
+        "NEMO_LENS_EXPORT_STRATEGY",
+        "TRACEPARENT",
+        "TRACESTATE",
+    ] {
+        c.env_remove(var);
+    }
+    c
 }

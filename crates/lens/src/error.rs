@@ -13,6 +13,8 @@ use std::error::Error;
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::signal::{Signal, WIT_VERSION};
+
 /// A boxed error, the source of a variant whose cause comes from another crate.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
 
@@ -35,6 +37,7 @@ pub(crate) fn chain(e: &(dyn Error + 'static)) -> String {
 /// Everything that can go wrong setting up or running Lens. Each variant names what it is about:
 /// the config file and key, the environment variable, or the exporter.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LensError {
     /// A config file (or config built in code) is invalid.
     #[error("invalid config {source_name}: {message}")]
@@ -126,6 +129,7 @@ impl LensError {
 
 /// A rank identity that cannot be.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RankError {
     /// `world_size = 0`.
     #[error("world_size must be at least 1")]
@@ -143,6 +147,7 @@ pub enum RankError {
 /// What is wrong with a `.wasm` file: one variant per check [`crate::wasm::load()`] makes, each
 /// displayed as one sentence about the file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// Nothing at the path.
     #[error("file not found")]
@@ -218,8 +223,8 @@ pub enum LoadError {
         listed(exports)
     )]
     MissingExport {
-        /// The interface the host looks for.
-        expected: &'static str,
+        /// The interfaces the host looks for.
+        expected: String,
         /// What it exports.
         exports: Vec<String>,
     },
@@ -230,8 +235,8 @@ pub enum LoadError {
         if *older { "; rebuild it against this host's `wit/` (span records are unchanged since 0.1.0)" } else { "" }
     )]
     WrongVersion {
-        /// The interface the host looks for.
-        expected: &'static str,
+        /// The interfaces the host looks for.
+        expected: String,
         /// What it exports.
         exports: Vec<String>,
         /// Whether it is older than the host's (a rebuild suffices).
@@ -247,26 +252,17 @@ pub enum LoadError {
     },
     /// It exports exporter interfaces, but not the one of the signal it is configured for.
     #[error(
-        "is configured under [{signal}] but does not export `lens:exporter/{}@0.3.0` (it exports {}); build it for the `{}` or `all-signals` world",
-        signal_interface(signal).0,
+        "is configured under [{signal}] but does not export `{}` (it exports {}); build it for the `{}` or `all-signals` world",
+        signal.interface_name(WIT_VERSION),
         listed(exports),
-        signal_interface(signal).1
+        signal.world()
     )]
     SignalNotExported {
-        /// The config section: `traces`, `metrics` or `logs`.
-        signal: &'static str,
+        /// The signal it is configured for.
+        signal: Signal,
         /// What it exports.
         exports: Vec<String>,
     },
-}
-
-/// The exporter interface and the single-signal world of a config section.
-fn signal_interface(signal: &str) -> (&'static str, &'static str) {
-    match signal {
-        "metrics" => ("metric-exporter", "metrics"),
-        "logs" => ("log-exporter", "logs"),
-        _ => ("span-exporter", "exporter"),
-    }
 }
 
 fn quoted(items: &[String]) -> String {
@@ -287,6 +283,7 @@ fn listed(items: &[String]) -> String {
 
 /// Why a `.wasm` exporter could not be set up.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WasmSetupError {
     /// The file does not load.
     #[error(transparent)]
@@ -316,6 +313,7 @@ pub enum WasmSetupError {
 
 /// A capability in the config that the host cannot grant.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GrantError {
     /// `env.NAME = { from_host = "VAR" }` with `VAR` unset.
     #[error("`env.{name}` takes host variable `{from_host}`, which is not set")]
@@ -338,6 +336,7 @@ pub enum GrantError {
 /// attribute of `lens.exporter.traps`. Displayed (and serialized) as its label, e.g.
 /// `memory limit`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum FaultKind {
     /// The call ran past its deadline (in wasm, or blocked in a host call).
     Deadline,

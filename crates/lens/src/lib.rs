@@ -32,6 +32,7 @@
 //! |---|---|---|
 //! | [`config`] | the TOML shape, defaults, validation, environment overrides | `error` |
 //! | [`semconv`] | NeMo Lens's attribute names (a leaf) | — |
+//! | `signal` | [`Signal`] and the WIT package's version, which name every signal and interface (a leaf) | — |
 //! | [`rank`], [`strategy`], [`resource`] | who this rank is, whether it exports, what its signals carry (attribute names from `semconv`) | `config`, `semconv` |
 //! | `batch` | the batch queue under the span and log processors, delivery statistics | `config` |
 //! | [`trace`] | Lens's tracer (open spans, the launcher's trace, span groups), safe attributes with redaction, rank-aware sampler, fan-out, Lens's batch span processor, health metrics | `config`, `strategy`, `batch` |
@@ -77,6 +78,7 @@ pub mod propagation;
 pub mod rank;
 pub mod resource;
 pub mod semconv;
+mod signal;
 pub mod strategy;
 mod telemetry;
 #[cfg(any(test, feature = "testing"))]
@@ -88,6 +90,7 @@ pub use config::LensConfig;
 pub use error::{BoxError, FaultKind, GrantError, LensError, LoadError, RankError, WasmSetupError};
 pub use metrics::{InMemoryMetricReader, data_points};
 pub use rank::RankInfo;
+pub use signal::{Signal, WIT_VERSION};
 pub use strategy::{ExportStrategy, register_export_strategy, unregister_export_strategy};
 pub use telemetry::{Telemetry, TelemetryBuilder, TelemetryHandle, setup_telemetry};
 pub use trace::{DeliveryStats, ExporterSnapshot, RankAwareSampler};
@@ -96,7 +99,12 @@ pub use trace::{DeliveryStats, ExporterSnapshot, RankAwareSampler};
 pub use opentelemetry;
 pub use opentelemetry_sdk;
 
-/// The README's examples, compiled as doctests.
+/// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// `docs/training-helpers.md`'s examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/training-helpers.md")]
+pub struct TrainingHelpersDoctests;

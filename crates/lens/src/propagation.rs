@@ -13,22 +13,152 @@
 
 use std::collections::HashMap;
 
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use opentelemetry::propagation::text_map_propagator::FieldIter;
 use opentelemetry::propagation::{
     Extractor, Injector, TextMapCompositePropagator, TextMapPropagator,
 };
-use opentelemetry::trace::TraceContextExt;
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use opentelemetry::{Context, global};
-use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+use opentelemetry_sdk::propagation::BaggagePropagator;
 
 use crate::config::env::EnvSource;
 
 /// The environment variables of the launcher's trace, in the order they are read.
 pub const ENVIRONMENT_KEYS: [&str; 3] = ["TRACEPARENT", "TRACESTATE", "BAGGAGE"];
 
+/// W3C Trace Context as OpenTelemetry-Python's propagator, which NeMo Lens installs, reads and
+/// writes it: the whole flags byte is kept and written (the SDK's keeps only the sampled bit,
+/// so a NeMo Lens rank's `03` would cross as `01`), and `tracestate` is written only when there
+/// is one (the SDK's writes an empty header).
+///
+/// ```
+/// use opentelemetry::propagation::TextMapPropagator;
+/// use opentelemetry::trace::TraceContextExt;
+/// let mut carrier = std::collections::HashMap::new();
+/// carrier.insert(
+///     "traceparent".to_string(),
+///     "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03".to_string(),
+/// );
+/// let propagator = lens::propagation::TraceContextPropagator::default();
+/// let cx = propagator.extract(&carrier);
+/// assert_eq!(cx.span().span_context().trace_flags().to_u8(), 0x03);
+/// let mut out = std::collections::HashMap::new();
+/// propagator.inject_context(&cx, &mut out);
+/// assert_eq!(out, carrier); // no empty `tracestate`
+/// ```
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TraceContextPropagator;
+
+const TRACEPARENT: &str = "traceparent";
+const TRACESTATE: &str = "tracestate";
+/// Python's bounds on the two headers, past which it ignores them.
+const MAX_TRACEPARENT: usize = 512;
+const MAX_TRACESTATE: usize = 512;
+
+impl TraceContextPropagator {
+    /// The span context `traceparent` (and `tracestate`) carry, under Python's rules:
+    /// `^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(?:(-.*)|[ \t]*)$`,
+    /// version `ff` and a version `00` with more fields refused, all-zero ids refused.
+    fn span_context(extractor: &dyn Extractor) -> Option<SpanContext> {
+        let header = extractor.get(TRACEPARENT)?;
+        if header.len() > MAX_TRACEPARENT {
+            log::warn!(
+                "traceparent header exceeded the maximum length of {MAX_TRACEPARENT} characters"
+            );
+            return None;
+        }
+        let s = header.trim_start_matches([' ', '\t']);
+        let b = s.as_bytes();
+        let hex = |r: &[u8]| {
+            r.iter()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+        };
+        if b.len() < 55 || b[2] != b'-' || b[35] != b'-' || b[52] != b'-' {
+            return None;
+        }
+        let (version, trace, span, flags) = (&b[0..2], &b[3..35], &b[36..52], &b[53..55]);
+        if !(hex(version) && hex(trace) && hex(span) && hex(flags)) {
+            return None;
+        }
+        // What follows: more fields (`-…`) or blanks; `$` also matches before a final newline.
+        let rest = &s[55..];
+        let rest = rest.strip_suffix('\n').unwrap_or(rest);
+        let more = rest.starts_with('-');
+        let ends = if more {
+            !rest.contains('\n')
+        } else {
+            rest.bytes().all(|c| c == b' ' || c == b'\t')
+        };
+        if !ends {
+            return None;
+        }
+        if (version == b"00" && more) || version == b"ff" {
+            return None;
+        }
+        // ASCII hex digits: these parse.
+        let trace_id = TraceId::from_hex(&s[3..35]).ok()?;
+        let span_id = SpanId::from_hex(&s[36..52]).ok()?;
+        let flags = u8::from_str_radix(&s[53..55], 16).ok()?;
+        if trace_id == TraceId::INVALID || span_id == SpanId::INVALID {
+            return None;
+        }
+        let trace_state = extractor
+            .get(TRACESTATE)
+            .filter(|h| h.len() <= MAX_TRACESTATE)
+            .and_then(|h| TraceState::from_str(h).ok())
+            .unwrap_or_default();
+        Some(SpanContext::new(
+            trace_id,
+            span_id,
+            TraceFlags::new(flags),
+            true,
+            trace_state,
+        ))
+    }
+}
+
+impl TextMapPropagator for TraceContextPropagator {
+    fn inject_context(&self, cx: &Context, injector: &mut dyn Injector) {
+        let span = cx.span();
+        let sc = span.span_context();
+        if !sc.is_valid() {
+            return;
+        }
+        injector.set(
+            TRACEPARENT,
+            format!(
+                "00-{}-{}-{:02x}",
+                sc.trace_id(),
+                sc.span_id(),
+                sc.trace_flags()
+            ),
+        );
+        let state = sc.trace_state().header();
+        if !state.is_empty() {
+            injector.set(TRACESTATE, state);
+        }
+    }
+
+    fn extract_with_context(&self, cx: &Context, extractor: &dyn Extractor) -> Context {
+        match Self::span_context(extractor) {
+            Some(sc) => cx.with_remote_span_context(sc),
+            None => cx.clone(),
+        }
+    }
+
+    fn fields(&self) -> FieldIter<'_> {
+        static FIELDS: OnceLock<[String; 2]> = OnceLock::new();
+        FieldIter::new(FIELDS.get_or_init(|| [TRACEPARENT.to_string(), TRACESTATE.to_string()]))
+    }
+}
+
 /// NeMo Lens's propagator: W3C TraceContext, then W3C Baggage.
 pub fn propagator() -> TextMapCompositePropagator {
     TextMapCompositePropagator::new(vec![
-        Box::new(TraceContextPropagator::new()),
+        Box::new(TraceContextPropagator),
         Box::new(BaggagePropagator::new()),
     ])
 }

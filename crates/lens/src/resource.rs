@@ -99,13 +99,25 @@ pub struct ResourceInputs<'a> {
     pub caller: &'a [KeyValue],
 }
 
-/// Attributes in precedence order: a later one replaces an earlier one of the same key.
+/// Attributes merged as Python merges resources (a `dict` update): a later value replaces an
+/// earlier one of the same key, which keeps its place.
 #[derive(Default)]
 struct Attributes(Vec<KeyValue>);
 
 impl Attributes {
     fn set(&mut self, key: &'static str, value: impl Into<Value>) {
-        self.0.push(KeyValue::new(key, value));
+        self.push(KeyValue::new(key, value));
+    }
+
+    fn push(&mut self, kv: KeyValue) {
+        match self.0.iter_mut().find(|e| e.key == kv.key) {
+            Some(e) => e.value = kv.value,
+            None => self.0.push(kv),
+        }
+    }
+
+    fn extend(&mut self, kvs: impl IntoIterator<Item = KeyValue>) {
+        kvs.into_iter().for_each(|kv| self.push(kv));
     }
 
     /// A string attribute, left out when `value` is empty (as NeMo Lens does).
@@ -201,19 +213,46 @@ fn detected(env: &dyn EnvSource, attrs: &mut Attributes) {
 
 /// Builds the resource (see the module's documentation for the precedence).
 pub fn build_resource(inputs: &ResourceInputs<'_>, env: &dyn EnvSource) -> Resource {
+    Resource::builder_empty()
+        .with_attributes(resource_attributes(inputs, env))
+        .build()
+}
+
+/// The resource's attributes in the order Python's `Resource.create` leaves NeMo Lens's (what its
+/// console exporters print): the SDK's `telemetry.sdk.*`, the place of its
+/// `service.instance.id` detector, `OTEL_RESOURCE_ATTRIBUTES` (and `service.name` when
+/// `OTEL_SERVICE_NAME` is set), then NeMo Lens's own in the order it sets them; a key set again
+/// keeps its first place and takes the later value.
+pub fn resource_attributes(inputs: &ResourceInputs<'_>, env: &dyn EnvSource) -> Vec<KeyValue> {
     let r = inputs.rank;
     let mut attrs = Attributes::default();
-    // `telemetry.sdk.name`, `.language` (`rust`) and `.version`: the SDK describing itself.
+    // `telemetry.sdk.language` (`rust`), `.name` and `.version`: the SDK describing itself, in
+    // the Python SDK's order.
     let sdk = Resource::builder_empty()
         .with_detector(Box::new(
             opentelemetry_sdk::resource::TelemetryResourceDetector,
         ))
         .build();
-    attrs
-        .0
-        .extend(sdk.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())));
+    for key in [
+        "telemetry.sdk.language",
+        "telemetry.sdk.name",
+        "telemetry.sdk.version",
+    ] {
+        if let Some(v) = sdk.get(&opentelemetry::Key::from_static_str(key)) {
+            attrs.set(key, v);
+        }
+    }
+    let run_id = !inputs.run_id.is_empty();
+    if run_id {
+        // Where the Python SDK's detector puts its own; NeMo Lens's value replaces it below.
+        attrs.set("service.instance.id", "");
+    }
     if let Some(v) = env.get("OTEL_RESOURCE_ATTRIBUTES") {
-        attrs.0.extend(parse_resource_attributes(&v));
+        attrs.extend(parse_resource_attributes(&v));
+    }
+    if env.get("OTEL_SERVICE_NAME").is_some_and(|v| !v.is_empty()) {
+        // The Python SDK's `OTELResourceDetector` places it here.
+        attrs.set("service.name", inputs.service_name.to_string());
     }
     attrs.set("service.name", inputs.service_name.to_string());
     attrs.set("service.version", inputs.service_version.to_string());
@@ -222,7 +261,7 @@ pub fn build_resource(inputs: &ResourceInputs<'_>, env: &dyn EnvSource) -> Resou
     // Lens's own: not in NeMo Lens.
     attrs.set(semconv::DL_LOCAL_RANK, i64::from(r.local_rank));
     attrs.set("lens.version", env!("CARGO_PKG_VERSION"));
-    if !inputs.run_id.is_empty() {
+    if run_id {
         attrs.set(RUN_ID_KEY, inputs.run_id.to_string());
         attrs.set(
             "service.instance.id",
@@ -234,7 +273,7 @@ pub fn build_resource(inputs: &ResourceInputs<'_>, env: &dyn EnvSource) -> Resou
     attrs.set_nonempty(semconv::WANDB_PROJECT, inputs.wandb_project);
     attrs.set_nonempty("deployment.environment", &deployment_environment(env));
     // An empty key is dropped, as the Python SDK drops it.
-    attrs.0.extend(
+    attrs.extend(
         inputs
             .caller
             .iter()
@@ -242,6 +281,5 @@ pub fn build_resource(inputs: &ResourceInputs<'_>, env: &dyn EnvSource) -> Resou
             .cloned(),
     );
     detected(env, &mut attrs);
-    // `with_attributes` keeps the last value of a repeated key.
-    Resource::builder_empty().with_attributes(attrs.0).build()
+    attrs.0
 }

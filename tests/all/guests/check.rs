@@ -3,14 +3,8 @@
 use lens_test_support::collector::Collector;
 use lens_test_support::dist;
 
-use std::process::Command;
-
 fn check(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lens"))
-        .arg("check")
-        .args(args)
-        .output()
-        .unwrap();
+    let out = crate::lens().arg("check").args(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -30,7 +30,7 @@ fn assert_printed(out: &str, expected: &str) {
 
 fn spans_arrive(protocol: OtlpProtocol) {
     let collector = Collector::start();
-    let endpoint = collector.endpoint(protocol, "traces");
+    let endpoint = collector.endpoint(protocol, lens::Signal::Traces);
     let handle = Telemetry::builder(otlp_config(protocol, endpoint))
         .rank(2)
         .world_size(4)
@@ -157,7 +157,7 @@ fn fifty_thousand_spans_per_second_are_accounted_for_exactly() {
 
 fn metrics_arrive(protocol: OtlpProtocol) {
     let collector = Collector::start();
-    let endpoint = collector.endpoint(protocol, "metrics");
+    let endpoint = collector.endpoint(protocol, lens::Signal::Metrics);
     let mut cfg = otlp_config(protocol, "http://127.0.0.1:9/unused".into());
     cfg.traces_enabled = false;
     cfg.metrics_enabled = true;
@@ -205,7 +205,7 @@ fn logs_arrive(protocol: OtlpProtocol) {
     let config = LensConfig {
         logs_enabled: true,
         exporter: "none".into(),
-        logs: otlp_signal(protocol, collector.endpoint(protocol, "logs")),
+        logs: otlp_signal(protocol, collector.endpoint(protocol, lens::Signal::Logs)),
         traces: Default::default(),
         ..otlp_config(protocol, String::new())
     };

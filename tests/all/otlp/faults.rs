@@ -21,7 +21,7 @@ fn a_collector_restart_loses_nothing(protocol: OtlpProtocol) {
     let mut collector = Collector::start_quiet();
     let mut config = LensConfig {
         metrics_enabled: false,
-        traces: otlp_signal(protocol, collector.endpoint(protocol, "traces")),
+        traces: otlp_signal(protocol, collector.endpoint(protocol, lens::Signal::Traces)),
         ..exporting()
     };
     // Batches every 100 ms, so that several fall into the outage.

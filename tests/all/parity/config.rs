@@ -282,15 +282,16 @@ fn the_otlp_transport_per_signal_is_nemo_lens_s() {
     for (env, nemo) in cases.iter().zip(answers.as_array().unwrap()) {
         let mut config = LensConfig::default();
         config.apply_env(env).unwrap();
-        for signal in ["traces", "metrics", "logs"] {
+        for signal in lens::Signal::ALL {
             let lens = match otlp_protocol(env, config.otlp.protocol, signal) {
                 OtlpProtocol::Grpc => "grpc",
                 OtlpProtocol::HttpProtobuf => "http",
+                other => panic!("not a protocol NeMo Lens picks: {other:?}"),
             };
-            if nemo[signal] != lens {
+            if nemo[signal.as_str()] != lens {
                 failures.push(format!(
                     "{env:?} {signal}: lens {lens} nemo {}",
-                    nemo[signal]
+                    nemo[signal.as_str()]
                 ));
             }
         }

@@ -1,31 +1,34 @@
 //! `exporter = "console"`: what Lens prints for a span tree, a few metrics and a bridged log
-//! record, against what NeMo Lens prints for the same scenario, document by document and field
-//! by field. Ids, times and the values no two processes share are checked for shape and then
-//! masked; everything else must be equal.
+//! record, against what NeMo Lens 0.2.0 prints for the same scenario, line by line and byte by
+//! byte. Each line must be exactly Python's `json.dumps` of what it holds (checked against NeMo
+//! Lens's own lines too, which proves the check); then both sides' documents, with what no two
+//! processes share checked for shape and masked in place, must print the same text, key order
+//! included.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lens::exporter::{ConsoleLogExporter, ConsoleMetricExporter, ConsoleOut, ConsoleSpanExporter};
+use lens::exporter::ConsoleOut;
+use lens::exporter::python_dumps::dumps;
 use lens::opentelemetry::metrics::MeterProvider as _;
 use lens::opentelemetry::trace::{
     Link, Span as _, SpanKind, Status, TraceContextExt as _, Tracer as _, TracerProvider as _,
 };
 use lens::opentelemetry::{InstrumentationScope, KeyValue};
-use lens::opentelemetry_sdk::metrics::PeriodicReader;
 use lens::{LensConfig, Telemetry};
-use lens_test_support::pipeline::LocalInstall;
 use serde_json::{Value, json};
 
 use super::oracle::ask;
 
-/// Resource keys whose values cannot agree (another process, another SDK), and Lens's extras.
+/// Resource keys whose values cannot agree (another process, another SDK).
 const MASKED_RESOURCE: [&str; 3] = [
     "process.pid",
     "telemetry.sdk.language",
     "telemetry.sdk.version",
 ];
+/// Lens's documented extra resource keys.
 const LENS_EXTRAS: [&str; 2] = ["dl.local_rank", "lens.version"];
 
 #[derive(Clone, Default)]
@@ -41,10 +44,25 @@ impl Write for Buffer {
     }
 }
 
-/// The scenario through Lens: the documents its console exporters print.
-fn lens_documents() -> Vec<Value> {
+/// A scenario: the environment both sides see and the caller's resource attributes.
+struct Scenario {
+    env: Vec<(&'static str, &'static str)>,
+    caller: Vec<(&'static str, &'static str)>,
+}
+
+impl Scenario {
+    /// Its environment, the metric readers' period long enough that only shutdown collects.
+    fn env(&self) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
+        self.env
+            .iter()
+            .copied()
+            .chain([("OTEL_METRIC_EXPORT_INTERVAL", "600000")])
+    }
+}
+
+/// The scenario through Lens, its console exporters built from the config: the lines printed.
+fn lens_lines(scenario: &Scenario) -> Vec<String> {
     let buffer = Buffer::default();
-    let out = ConsoleOut::Writer(Arc::new(Mutex::new(buffer.clone())));
     let config = LensConfig {
         enabled: true,
         exporter: "console".into(),
@@ -55,17 +73,19 @@ fn lens_documents() -> Vec<Value> {
         service_version: "0.1.0".into(),
         ..Default::default()
     };
+    let env: HashMap<String, String> = scenario
+        .env()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let handle = Telemetry::builder(config)
         .rank(0)
         .world_size(1)
-        .span_exporter(ConsoleSpanExporter::new(out.clone()))
-        .log_exporter(ConsoleLogExporter::new(out.clone()))
-        .metric_reader(
-            PeriodicReader::builder(ConsoleMetricExporter::new(out))
-                .with_interval(Duration::from_secs(600))
-                .build(),
-        )
-        .local();
+        .env(env)
+        .resource_attributes(scenario.caller.iter().map(|(k, v)| KeyValue::new(*k, *v)))
+        .console_out(ConsoleOut::Writer(Arc::new(Mutex::new(buffer.clone()))))
+        .install_global(false)
+        .install()
+        .unwrap();
     let bridge = handle.log_bridge(log::LevelFilter::Info, "parity");
     let tracer = handle.tracer_provider().tracer_with_scope(
         InstrumentationScope::builder("parity.tracer")
@@ -132,8 +152,38 @@ fn lens_documents() -> Vec<Value> {
         .record(0.0003, &[]);
     handle.shutdown(Duration::from_secs(10)).unwrap();
     let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON document per line"))
+    text.lines().map(String::from).collect()
+}
+
+/// The same scenario through NeMo Lens 0.2.0's console format.
+fn nemo_lines(scenario: &Scenario) -> Vec<String> {
+    let env: HashMap<&str, &str> = scenario.env().collect();
+    let caller: HashMap<&str, &str> = scenario.caller.iter().copied().collect();
+    let answer = ask(&json!({"mode": "console", "case": {
+        "env": env,
+        "config": {"enabled": true, "exporter": "console", "logs_enabled": true,
+                   "export_strategy": "all_ranks", "run_id": "console-parity",
+                   "service_name": "parity-svc"},
+        "resource_attributes": caller,
+    }}));
+    answer
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Each line parsed; each must be exactly `json.dumps` of what it holds.
+fn documents(lines: &[String], side: &str) -> Vec<Value> {
+    lines
+        .iter()
+        .map(|line| {
+            let doc: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{side}: not one JSON document per line ({e}): {line}"));
+            assert_eq!(&dumps(&doc), line, "{side}: not json.dumps's text");
+            doc
+        })
         .collect()
 }
 
@@ -150,7 +200,8 @@ fn is_iso_time(v: &Value) -> bool {
     })
 }
 
-/// Checks the shape of what cannot be equal and replaces it by a marker.
+/// Checks the shape of what cannot be equal and replaces it in place by a marker; removes
+/// Lens's extra resource keys (keeping the order of the rest).
 fn mask(doc: &mut Value, lens: bool) {
     match doc {
         Value::Object(map) => {
@@ -166,11 +217,8 @@ fn mask(doc: &mut Value, lens: bool) {
                     "start_time_unix_nano" | "time_unix_nano" if !value.is_null() => {
                         assert!(value.is_u64(), "{key}: {value}")
                     }
+                    // Where each side's log call is (the keys and their order are compared).
                     "code.file.path" | "code.function.name" | "code.line.number" => {}
-                    // Python's SDK also sets W3C level 2's random flag (0x2); both sample.
-                    "trace_flags" => {
-                        assert_eq!(value.as_u64().map(|f| f & 1), Some(1), "{key}: {value}")
-                    }
                     "resource" => {
                         let attrs = value["attributes"].as_object_mut().unwrap();
                         for k in MASKED_RESOURCE {
@@ -179,7 +227,7 @@ fn mask(doc: &mut Value, lens: bool) {
                         }
                         if lens {
                             for k in LENS_EXTRAS {
-                                attrs.remove(k);
+                                assert!(attrs.shift_remove(k).is_some(), "Lens's {k}");
                             }
                         }
                         continue;
@@ -189,11 +237,9 @@ fn mask(doc: &mut Value, lens: bool) {
                         continue;
                     }
                 }
-                *value = if value.is_null() {
-                    Value::Null
-                } else {
-                    json!("<masked>")
-                };
+                if !value.is_null() {
+                    *value = json!("<masked>");
+                }
             }
         }
         Value::Array(items) => items.iter_mut().for_each(|v| mask(v, lens)),
@@ -201,9 +247,9 @@ fn mask(doc: &mut Value, lens: bool) {
     }
 }
 
-/// The documents by kind: spans by name, the first metrics collection (without Lens's own
-/// health metrics, scope `lens`), the log records.
-fn by_kind(docs: &[Value], lens: bool) -> (Vec<Value>, Value, Vec<Value>) {
+/// The documents by kind, masked, as text: the spans by name, the first metrics collection
+/// (without Lens's own health metrics, scope `lens`), the log records.
+fn by_kind(docs: &[Value], lens: bool) -> (Vec<String>, String, Vec<String>) {
     let mut spans: Vec<Value> = docs
         .iter()
         .filter(|d| d.get("kind").is_some())
@@ -216,38 +262,27 @@ fn by_kind(docs: &[Value], lens: bool) -> (Vec<Value>, Value, Vec<Value>) {
         .expect("a metrics collection")
         .clone();
     for rm in metrics["resource_metrics"].as_array_mut().unwrap() {
-        let scopes = rm["scope_metrics"].as_array_mut().unwrap();
-        scopes.retain(|s| s["scope"]["name"] != "lens");
-        for s in scopes.iter_mut() {
-            s["metrics"]
-                .as_array_mut()
-                .unwrap()
-                .sort_by_key(|m| m["name"].to_string());
-        }
+        rm["scope_metrics"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|s| s["scope"]["name"] != "lens");
     }
-    let logs: Vec<Value> = docs
+    let mut logs: Vec<Value> = docs
         .iter()
         .filter(|d| d.get("body").is_some())
         .cloned()
         .collect();
-    let (mut spans, mut metrics, mut logs) = (spans, metrics, logs);
     for d in spans.iter_mut().chain(logs.iter_mut()) {
         mask(d, lens);
     }
     mask(&mut metrics, lens);
-    (spans, metrics, logs)
+    let text = |docs: Vec<Value>| docs.iter().map(dumps).collect::<Vec<_>>();
+    (text(spans), dumps(&metrics), text(logs))
 }
 
-#[test]
-fn console_output_is_nemo_lens_console_output() {
-    let nemo = ask(&json!({"mode": "console", "case": {
-        "env": {"OTEL_METRIC_EXPORT_INTERVAL": "600000"},
-        "config": {"enabled": true, "exporter": "console", "logs_enabled": true,
-                   "export_strategy": "all_ranks", "run_id": "console-parity",
-                   "service_name": "parity-svc"},
-    }}));
-    let nemo = nemo.as_array().unwrap().clone();
-    let lens = lens_documents();
+fn same_output(scenario: Scenario) {
+    let nemo = documents(&nemo_lines(&scenario), "NeMo Lens");
+    let lens = documents(&lens_lines(&scenario), "Lens");
     // The same ids in the same places: the child's parent, the link and the log are the root.
     let root = |docs: &[Value]| {
         let root = docs.iter().find(|d| d["name"] == "train_step").unwrap();
@@ -257,6 +292,8 @@ fn console_output_is_nemo_lens_console_output() {
         assert_eq!(child["links"][0]["context"], root["context"]);
         assert_eq!(log["span_id"], root["context"]["span_id"]);
         assert_eq!(log["trace_id"], root["context"]["trace_id"]);
+        // W3C level 2: sampled, and a random trace id.
+        assert_eq!(log["trace_flags"], 3);
     };
     root(&nemo);
     root(&lens);
@@ -265,4 +302,30 @@ fn console_output_is_nemo_lens_console_output() {
     assert_eq!(lens_spans, nemo_spans);
     assert_eq!(lens_metrics, nemo_metrics);
     assert_eq!(lens_logs, nemo_logs);
+}
+
+#[test]
+fn console_output_is_nemo_lens_console_output() {
+    same_output(Scenario {
+        env: Vec::new(),
+        caller: Vec::new(),
+    });
+}
+
+/// The resource's keys come from everywhere NeMo Lens takes them, in Python's merge order.
+#[test]
+fn console_resource_keys_are_in_nemo_lens_order() {
+    same_output(Scenario {
+        env: vec![
+            ("OTEL_RESOURCE_ATTRIBUTES", "team=env,dl.rank=9,zone=z1"),
+            ("OTEL_SERVICE_NAME", "otel-name"),
+            ("DEPLOYMENT_ENV", "prod"),
+            ("SLURM_JOB_ID", "777"),
+            ("SLURM_JOB_NAME", "llama"),
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("K8S_NAMESPACE", "ml"),
+            ("CUDA_VISIBLE_DEVICES", "0,1"),
+        ],
+        caller: vec![("team", "caller"), ("owner", "ml-infra")],
+    });
 }

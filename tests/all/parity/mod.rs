@@ -6,8 +6,12 @@
 //! - [`decisions`]: which ranks export, under every strategy, for world sizes 1…64, and which
 //!   ranks the rank-aware sampler keeps;
 //! - [`setup`]: whole setups — whether the rank exports, the full resource, what is recorded under
-//!   the standard `OTEL_*` variables, and the one-setup rule;
-//! - [`console`]: what `exporter = "console"` prints for spans, metrics and log records;
+//!   the standard `OTEL_*` variables, where `OTEL_METRIC_EXPORT_INTERVAL` is read, and the
+//!   one-setup rule;
+//! - [`propagation`]: the `traceparent`/`tracestate` written for root and child spans (trace
+//!   flags included);
+//! - [`console`]: what `exporter = "console"` prints for spans, metrics and log records, byte
+//!   for byte (NeMo Lens 0.2.0's one-line format), the resource's key order included;
 //! - [`surface`]: the helpers training code calls — span groups, safe attributes and redaction,
 //!   the semantic-convention names, the inference, RL and Gym instruments.
 //!
@@ -20,5 +24,6 @@ mod config;
 mod console;
 mod decisions;
 mod oracle;
+mod propagation;
 mod setup;
 mod surface;

@@ -17,9 +17,17 @@ rules. Modes:
   ``safe_set_span_attributes`` on a real span, the ``semconv`` constants, and what
   ``record_inference_metrics``/``record_rl_metrics``/``record_gym_metrics`` record (name, unit,
   description, kind, value type, points) as an in-memory reader collects it.
+- ``propagation``: what the global propagator injects for a root span, a child of an extracted
+  context and an extracted context passed through (flags, ``tracestate``).
 - ``console``: what ``exporter = "console"`` prints for a span tree, a few metrics and a bridged
   log record (one ``setup_telemetry`` with logs on, stdout captured at the file descriptor),
-  as the list of JSON documents printed.
+  as the lines printed. NeMo Lens 0.1.0 passes no formatter, so the SDK indents each document;
+  NeMo Lens 0.2.0 passes ``lambda record: record.to_json(indent=None) + "\n"`` to each console
+  exporter (``_compact_jsonl_formatter``): the oracle gives the exporters that formatter, so the
+  lines are 0.2.0's, byte for byte.
+
+The process ends with ``os._exit`` once the answer is written: the SDK's exit handlers would
+otherwise export what the setups left behind (to a collector that is not there).
 """
 
 import json
@@ -288,8 +296,29 @@ def surface(request: dict) -> dict:
     }
 
 
+def compact_jsonl_formatter(record) -> str:
+    """NeMo Lens 0.2.0's ``_compact_jsonl_formatter``."""
+    return record.to_json(indent=None) + "\n"
+
+
+def use_compact_console_format() -> None:
+    """Every console exporter NeMo Lens builds gets 0.2.0's formatter, as 0.2.0 passes it."""
+    from opentelemetry.sdk._logs.export import ConsoleLogExporter
+    from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    for cls in (ConsoleSpanExporter, ConsoleMetricExporter, ConsoleLogExporter):
+        original = cls.__init__
+
+        def init(self, *args, __original=original, **kwargs):
+            kwargs.setdefault("formatter", compact_jsonl_formatter)
+            __original(self, *args, **kwargs)
+
+        cls.__init__ = init
+
+
 def console(case: dict) -> list:
-    """Runs the scenario with stdout going to a file, then parses the documents printed."""
+    """Runs the scenario with stdout going to a file; the lines printed."""
     import logging
     import tempfile
 
@@ -297,13 +326,19 @@ def console(case: dict) -> list:
     from opentelemetry import metrics, trace
     from opentelemetry.trace import Link, SpanKind, StatusCode
 
+    use_compact_console_format()
     set_environment(case["env"])
     sys.stdout.flush()
     saved = os.dup(1)
     captured = tempfile.TemporaryFile()
     os.dup2(captured.fileno(), 1)
     try:
-        handle = setup_telemetry(make_config(case["config"]), rank=0, world_size=1)
+        handle = setup_telemetry(
+            make_config(case["config"]),
+            rank=0,
+            world_size=1,
+            resource_attributes=case.get("resource_attributes"),
+        )
         setup_logging_bridge("parity", logging.INFO)
         log = logging.getLogger("parity")
         log.setLevel(logging.INFO)
@@ -336,16 +371,40 @@ def console(case: dict) -> list:
     finally:
         os.dup2(saved, 1)
     captured.seek(0)
-    text = captured.read().decode()
-    decoder = json.JSONDecoder()
-    docs, at = [], 0
-    while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if at >= len(text):
-            return docs
-        doc, at = decoder.raw_decode(text, at)
-        docs.append(doc)
+    return captured.read().decode().splitlines()
+
+
+def propagation(request: dict) -> list:
+    """What the global propagator writes: for each case, the carrier injected inside a new span
+    (a root one, or a child of the context extracted from the case's carrier), or, for a
+    ``passthrough`` case, the extracted context itself."""
+    from opentelemetry import propagate
+
+    set_environment({})
+    handle = setup_telemetry(
+        make_config({"enabled": True, "export_strategy": "all_ranks", "run_id": "r"}),
+        rank=0,
+        world_size=1,
+        span_exporter=_null_exporter(),
+        metric_reader=_null_reader(),
+    )
+    out = []
+    for case in request["cases"]:
+        parent = propagate.extract(case["carrier"]) if case.get("carrier") is not None else None
+        carrier: dict = {}
+        if case.get("passthrough"):
+            propagate.inject(carrier, context=parent)
+        else:
+            with handle.tracer.start_as_current_span("s", context=parent):
+                propagate.inject(carrier)
+        out.append(carrier)
+    return out
+
+
+def _null_reader():
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    return InMemoryMetricReader()
 
 
 def main() -> None:
@@ -365,9 +424,13 @@ def main() -> None:
         answer = surface(request)
     elif mode == "console":
         answer = console(request["case"])
+    elif mode == "propagation":
+        answer = propagation(request)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     json.dump(answer, sys.stdout)
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

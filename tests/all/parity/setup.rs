@@ -494,3 +494,34 @@ fn the_one_setup_rule_is_nemo_lens_s() {
         assert_eq!(nemo, ["ok", "ok", "error", "ok", "ok", "error"]);
     });
 }
+
+/// `OTEL_METRIC_EXPORT_INTERVAL` is read with `int()` where NeMo Lens builds its metric reader
+/// (an exporting rank, metrics on, no injected reader): a value that is not a positive integer
+/// fails that setup, and only that one.
+#[test]
+fn the_metric_export_interval_is_checked_where_nemo_lens_reads_it() {
+    let mut setups = Vec::new();
+    for value in ["0", "-5", "abc", "", "1.5", " 250 ", "1_000", "60000"] {
+        let env = [
+            ("OTEL_METRIC_EXPORT_INTERVAL", value),
+            // Lens exports its collection at shutdown: to no collector, briefly.
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "100"),
+        ];
+        for (metrics, inject, rank) in [
+            (true, false, 3),
+            (false, false, 3),
+            (true, true, 3),
+            (true, false, 7),
+        ] {
+            let mut s = setup(
+                json!({"enabled": true, "export_strategy": "single_rank", "export_rank": 3,
+                       "traces_enabled": false, "metrics_enabled": metrics, "run_id": "r"}),
+                &env,
+            );
+            s.inject = inject;
+            s.rank = rank;
+            setups.push(("OTEL_METRIC_EXPORT_INTERVAL", s, false));
+        }
+    }
+    check(setups);
+}

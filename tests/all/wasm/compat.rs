@@ -117,7 +117,7 @@ fn a_0_2_0_guest_receives_every_span_in_every_encoding() {
 #[test]
 fn lens_check_passes_on_the_0_2_0_fixture() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lens"))
+    let out = crate::lens()
         .arg("check")
         .arg(fixture())
         .arg("--preopen")

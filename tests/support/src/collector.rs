@@ -153,14 +153,14 @@ impl Collector {
         child
     }
 
-    /// This collector's OTLP endpoint for `signal` (`traces`, `metrics`, `logs`) over
-    /// `protocol`.
-    pub fn endpoint(&self, protocol: OtlpProtocol, signal: &str) -> String {
+    /// This collector's OTLP endpoint for `signal` over `protocol`.
+    pub fn endpoint(&self, protocol: OtlpProtocol, signal: lens::Signal) -> String {
         match protocol {
             OtlpProtocol::Grpc => format!("http://127.0.0.1:{}", self.grpc_port),
             OtlpProtocol::HttpProtobuf => {
                 format!("http://127.0.0.1:{}/v1/{signal}", self.http_port)
             }
+            other => panic!("no endpoint for {other:?}"),
         }
     }
 

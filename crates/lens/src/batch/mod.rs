@@ -25,6 +25,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
 use crate::config::BatchConfig;
+use crate::signal::Signal;
 pub use stats::{DeliveryStats, DropReason, ExporterSnapshot, ExporterStats};
 
 /// One kind of exporter as the batch queue drives it: exports run on the worker thread (and,
@@ -141,14 +142,13 @@ impl<T> std::fmt::Debug for BatchQueue<T> {
 }
 
 impl<T: Send + 'static> BatchQueue<T> {
-    /// Starts the worker thread (`lens-{thread}-{exporter name}`) for `exporter`, counting
-    /// into `stats`.
+    /// Starts the worker thread (`lens-bsp-{exporter name}` for spans, `lens-blrp-…` for log
+    /// records, after the SDKs' processors) for `exporter`, counting into `stats`.
     pub(crate) fn new<E>(
         exporter: E,
         config: BatchConfig,
         stats: Arc<ExporterStats>,
-        thread: &str,
-        noun: &'static str,
+        signal: Signal,
     ) -> Self
     where
         E: BatchExport<Item = T>,
@@ -158,7 +158,7 @@ impl<T: Send + 'static> BatchQueue<T> {
         let (control_tx, control_rx) = bounded(16);
         let shared = Arc::new(Shared {
             stats,
-            noun,
+            noun: signal.items(),
             in_flight: Mutex::default(),
             items_rx,
         });
@@ -169,7 +169,7 @@ impl<T: Send + 'static> BatchQueue<T> {
             lanes: config.max_concurrent_exports.max(1),
             delay: Duration::from_millis(config.scheduled_delay_ms.max(1)),
         };
-        let name = format!("lens-{thread}-{}", shared.stats.name());
+        let name = format!("lens-{}-{}", thread_prefix(signal), shared.stats.name());
         let handle = std::thread::Builder::new()
             .name(name)
             .spawn(move || worker.run(control_rx, wake_rx))
@@ -403,4 +403,13 @@ fn export_one<E: BatchExport>(
     shared
         .resolve(n as u64, result.is_ok(), started.elapsed())
         .then_some(result)
+}
+
+/// The worker thread's name prefix: the SDKs' abbreviation of the signal's batch processor.
+fn thread_prefix(signal: Signal) -> &'static str {
+    match signal {
+        Signal::Traces => "bsp",
+        Signal::Logs => "blrp",
+        Signal::Metrics => "metrics",
+    }
 }

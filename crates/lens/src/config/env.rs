@@ -9,6 +9,7 @@ use std::str::FromStr;
 
 use super::{BatchConfig, LensConfig, OtlpProtocol, python};
 use crate::error::LensError;
+use crate::signal::Signal;
 
 /// A source of environment variables (the process, or a map in tests).
 pub trait EnvSource {
@@ -235,14 +236,15 @@ impl LensConfig {
         if let Some((_, v)) = r.lens_only("SERVICE_VERSION") {
             self.service_version = v;
         }
-        let millis = Reader::typed(
-            r.env
-                .get("OTEL_METRIC_EXPORT_INTERVAL")
-                .map(|v| ("OTEL_METRIC_EXPORT_INTERVAL".to_string(), v)),
-            |v| python::int(v).and_then(|i| u64::try_from(i).ok()),
-            "a whole number of milliseconds",
-        )?;
-        if let Some(v) = millis {
+        // Taken here when valid, so that `lens config show` shows it; an invalid value is an
+        // error only where NeMo Lens reads it: where a metric reader is built
+        // ([`metric_export_interval`]).
+        if let Some(v) = r
+            .env
+            .get(METRIC_EXPORT_INTERVAL)
+            .as_deref()
+            .and_then(interval_ms)
+        {
             self.metric_export_interval_ms = v;
         }
         Ok(())
@@ -300,18 +302,43 @@ impl LensConfig {
     }
 }
 
-/// The protocol of an OTLP exporter of `signal` (`traces`, `metrics`, `logs`) whose entry sets
+/// The variable of the metric readers' period, in milliseconds.
+pub const METRIC_EXPORT_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";
+
+/// `int(value)` when positive: the periods NeMo Lens's reader accepts.
+fn interval_ms(value: &str) -> Option<u64> {
+    python::int(value)
+        .and_then(|i| u64::try_from(i).ok())
+        .filter(|ms| *ms > 0)
+}
+
+/// The period of a metric reader built from the config: `OTEL_METRIC_EXPORT_INTERVAL` when set,
+/// else `configured`. As in NeMo Lens, which reads it with `int()` when it builds its reader (an
+/// exporting rank, metrics on, no injected reader), a value that is not a positive integer
+/// (empty included) is an error there, naming the variable.
+pub fn metric_export_interval(env: &dyn EnvSource, configured: u64) -> Result<u64, LensError> {
+    match env.get(METRIC_EXPORT_INTERVAL) {
+        None => Ok(configured.max(1)),
+        Some(value) => interval_ms(&value).ok_or_else(|| LensError::Env {
+            variable: METRIC_EXPORT_INTERVAL.to_string(),
+            value,
+            expected: "a whole number of milliseconds, larger than zero".to_string(),
+        }),
+    }
+}
+
+/// The protocol of an OTLP exporter of `signal` whose entry sets
 /// none: `OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL` when set and not empty, then the `[otlp]`
 /// table's (which `OTEL_EXPORTER_OTLP_PROTOCOL` sets), then gRPC, as NeMo Lens resolves it (a
 /// signal variable of blanks counts as set, and as an unknown protocol: gRPC).
 pub fn otlp_protocol(
     env: &dyn EnvSource,
     defaults: Option<OtlpProtocol>,
-    signal: &str,
+    signal: Signal,
 ) -> OtlpProtocol {
     let specific = format!(
         "OTEL_EXPORTER_OTLP_{}_PROTOCOL",
-        signal.to_ascii_uppercase()
+        signal.as_str().to_ascii_uppercase()
     );
     env.get(&specific)
         .filter(|v| !v.is_empty())
@@ -320,13 +347,13 @@ pub fn otlp_protocol(
         .unwrap_or_default()
 }
 
-/// The endpoint an OTLP exporter of `signal` (`traces` / `metrics`) uses when its config sets none:
+/// The endpoint an OTLP exporter of `signal` uses when its config sets none:
 /// the signal-specific variable (verbatim), then the generic one (with `/v1/<signal>` appended for
 /// HTTP), then the protocol's default on localhost.
-pub fn otlp_endpoint(env: &dyn EnvSource, protocol: OtlpProtocol, signal: &str) -> String {
+pub fn otlp_endpoint(env: &dyn EnvSource, protocol: OtlpProtocol, signal: Signal) -> String {
     let specific = format!(
         "OTEL_EXPORTER_OTLP_{}_ENDPOINT",
-        signal.to_ascii_uppercase()
+        signal.as_str().to_ascii_uppercase()
     );
     if let Some(v) = env.get(&specific) {
         return v;

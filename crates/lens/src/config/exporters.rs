@@ -17,6 +17,7 @@ use super::secret::{REDACTED, Secret, redact_url, secret_key};
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ExporterSpec {
     /// OTLP over gRPC or HTTP/protobuf.
     Otlp(OtlpExporterSpec),
@@ -48,6 +49,7 @@ pub struct NoneExporterSpec {
 
 /// OTLP protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum OtlpProtocol {
     /// gRPC (default port 4317).
     #[default]
@@ -142,6 +144,7 @@ pub struct BatchOverrides {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum EnvGrant {
     /// An explicit value (a secret: never printed).
     Value(Secret),
@@ -262,6 +265,7 @@ pub struct WasmExporterSpec {
 /// What a `.wasm` exporter failing at setup for a reason other than its configuration does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum SetupFailurePolicy {
     /// Setup fails (and the rank does not train).
     Fail,

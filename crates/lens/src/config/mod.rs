@@ -20,6 +20,7 @@ pub use exporters::{
 pub use secret::Secret;
 
 use crate::error::LensError;
+use crate::signal::Signal;
 
 /// The whole Lens configuration. The keys NeMo Lens's `NemoLensConfig` has keep its names and
 /// defaults (a rank configured only through NeMo Lens's environment variables behaves the same
@@ -295,6 +296,7 @@ impl BatchConfig {
 
 /// Where a configuration came from, for error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConfigSource {
     /// A TOML file.
     File(PathBuf),
@@ -415,22 +417,59 @@ impl LensConfig {
         }
         check_batch(&self.batch).map_err(|m| bad("batch", m))?;
         check_batch(&self.log_batch).map_err(|m| bad("log_batch", m))?;
+        if self.metric_export_interval_ms == 0 {
+            return Err(bad(
+                "metric_export_interval_ms",
+                "must be at least 1".to_string(),
+            ));
+        }
         if self.wasm_cache.max_mb == 0 {
             return Err(bad("wasm_cache.max_mb", "must be at least 1".to_string()));
         }
-        for (i, spec) in self.traces.exporters.iter().enumerate() {
-            spec.validate(&self.batch)
-                .map_err(|m| bad(&format!("traces.exporters[{i}]"), m))?;
-        }
-        for (i, spec) in self.metrics.exporters.iter().enumerate() {
-            spec.validate(&self.batch)
-                .map_err(|m| bad(&format!("metrics.exporters[{i}]"), m))?;
-        }
-        for (i, spec) in self.logs.exporters.iter().enumerate() {
-            spec.validate(&self.log_batch)
-                .map_err(|m| bad(&format!("logs.exporters[{i}]"), m))?;
+        for (signal, i, spec) in self.exporter_entries() {
+            spec.validate(self.batch_for(signal))
+                .map_err(|m| bad(&format!("{signal}.exporters[{i}]"), m))?;
         }
         Ok(())
+    }
+
+    /// Every entry of the three signals' exporter lists (`[[traces.exporters]]`,
+    /// `[[metrics.exporters]]`, `[[logs.exporters]]`), with its signal and its index in its list.
+    pub fn exporter_entries(&self) -> impl Iterator<Item = (Signal, usize, &ExporterSpec)> {
+        Signal::ALL.into_iter().flat_map(move |signal| {
+            self.signal(signal)
+                .exporters
+                .iter()
+                .enumerate()
+                .map(move |(i, spec)| (signal, i, spec))
+        })
+    }
+
+    /// [`exporter_entries`](Self::exporter_entries), mutable.
+    fn exporter_entries_mut(&mut self) -> impl Iterator<Item = &mut ExporterSpec> {
+        self.traces
+            .exporters
+            .iter_mut()
+            .chain(&mut self.metrics.exporters)
+            .chain(&mut self.logs.exporters)
+    }
+
+    /// The section of `signal`: `[traces]`, `[metrics]` or `[logs]`.
+    pub fn signal(&self, signal: Signal) -> &SignalConfig {
+        match signal {
+            Signal::Traces => &self.traces,
+            Signal::Metrics => &self.metrics,
+            Signal::Logs => &self.logs,
+        }
+    }
+
+    /// The batch defaults of `signal`'s exporters: `[log_batch]` for logs, else `[batch]` (a
+    /// metric exporter's `export_timeout_ms` bounds each export).
+    pub fn batch_for(&self, signal: Signal) -> &BatchConfig {
+        match signal {
+            Signal::Logs => &self.log_batch,
+            Signal::Traces | Signal::Metrics => &self.batch,
+        }
     }
 
     /// Span exporters of this config: the `[traces]` list, else the `exporter` shorthand.
@@ -451,12 +490,13 @@ impl LensConfig {
         signal_exporters(&self.logs, &self.exporter, false)
     }
 
-    /// Makes the relative `.wasm` paths and pre-opened directories of a file relative to it.
+    /// Makes the relative `.wasm` paths and pre-opened directories of a file relative to it,
+    /// under every signal.
     fn resolve_relative_paths(&mut self, base: &Path) {
         if self.exporter.ends_with(".wasm") && Path::new(&self.exporter).is_relative() {
             self.exporter = base.join(&self.exporter).display().to_string();
         }
-        for spec in &mut self.traces.exporters {
+        for spec in self.exporter_entries_mut() {
             if let ExporterSpec::Wasm(w) = spec {
                 w.resolve_relative_paths(base);
             }
@@ -484,13 +524,7 @@ impl LensConfig {
     pub fn redacted(&self) -> Self {
         let mut c = self.clone();
         c.otlp = c.otlp.redacted();
-        for spec in c
-            .traces
-            .exporters
-            .iter_mut()
-            .chain(&mut c.metrics.exporters)
-            .chain(&mut c.logs.exporters)
-        {
+        for spec in c.exporter_entries_mut() {
             match spec {
                 ExporterSpec::Otlp(o) => *o = o.redacted(),
                 ExporterSpec::Wasm(w) => *w = w.redacted(),

@@ -14,7 +14,8 @@ use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 
-use super::python_json::{log_record_json, metrics_data_json, span_json};
+use super::python_dumps::dumps;
+use super::python_json::{ResourceOrder, log_record_json, metrics_data_json, span_json};
 
 /// Where a console exporter writes: stdout, or a shared writer (tests, a file).
 #[derive(Clone, Default)]
@@ -39,11 +40,12 @@ impl ConsoleOut {
     /// Writes each value as one JSON line, then flushes.
     fn write_lines(&self, lines: impl Iterator<Item = serde_json::Value>) -> OTelSdkResult {
         let fail = |e: &dyn std::fmt::Display| OTelSdkError::InternalFailure(e.to_string());
-        let mut text = Vec::new();
+        let mut text = String::new();
         for line in lines {
-            serde_json::to_writer(&mut text, &line).map_err(|e| fail(&e))?;
-            text.push(b'\n');
+            text.push_str(&dumps(&line));
+            text.push('\n');
         }
+        let text = text.into_bytes();
         let result = match self {
             Self::Stdout => {
                 let mut out = std::io::stdout().lock();
@@ -63,6 +65,7 @@ impl ConsoleOut {
 pub struct ConsoleSpanExporter {
     out: ConsoleOut,
     resource: Resource,
+    order: ResourceOrder,
 }
 
 impl Default for ConsoleSpanExporter {
@@ -77,14 +80,25 @@ impl ConsoleSpanExporter {
         Self {
             out,
             resource: Resource::builder_empty().build(),
+            order: ResourceOrder::default(),
         }
+    }
+
+    /// Writes the resource's keys in `order` (the exporters Lens builds from a config get the
+    /// rank's: NeMo Lens's order); without it they are sorted.
+    pub fn with_resource_order(mut self, order: ResourceOrder) -> Self {
+        self.order = order;
+        self
     }
 }
 
 impl SpanExporter for ConsoleSpanExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        self.out
-            .write_lines(batch.iter().map(|s| span_json(s, &self.resource)))
+        self.out.write_lines(
+            batch
+                .iter()
+                .map(|s| span_json(s, &self.resource, &self.order)),
+        )
     }
 
     fn set_resource(&mut self, resource: &Resource) {
@@ -96,19 +110,29 @@ impl SpanExporter for ConsoleSpanExporter {
 #[derive(Debug, Default)]
 pub struct ConsoleMetricExporter {
     out: ConsoleOut,
+    order: ResourceOrder,
 }
 
 impl ConsoleMetricExporter {
     /// An exporter writing to `out`.
     pub fn new(out: ConsoleOut) -> Self {
-        Self { out }
+        Self {
+            out,
+            order: ResourceOrder::default(),
+        }
+    }
+
+    /// Writes the resource's keys in `order` (see [`ConsoleSpanExporter::with_resource_order`]).
+    pub fn with_resource_order(mut self, order: ResourceOrder) -> Self {
+        self.order = order;
+        self
     }
 }
 
 impl PushMetricExporter for ConsoleMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
         self.out
-            .write_lines(std::iter::once(metrics_data_json(metrics)))
+            .write_lines(std::iter::once(metrics_data_json(metrics, &self.order)))
     }
 
     fn force_flush(&self) -> OTelSdkResult {
@@ -139,6 +163,7 @@ impl SpanExporter for NoopSpanExporter {
 pub struct ConsoleLogExporter {
     out: ConsoleOut,
     resource: Resource,
+    order: ResourceOrder,
 }
 
 impl Default for ConsoleLogExporter {
@@ -153,7 +178,14 @@ impl ConsoleLogExporter {
         Self {
             out,
             resource: Resource::builder_empty().build(),
+            order: ResourceOrder::default(),
         }
+    }
+
+    /// Writes the resource's keys in `order` (see [`ConsoleSpanExporter::with_resource_order`]).
+    pub fn with_resource_order(mut self, order: ResourceOrder) -> Self {
+        self.order = order;
+        self
     }
 }
 
@@ -162,7 +194,7 @@ impl LogExporter for ConsoleLogExporter {
         self.out.write_lines(
             batch
                 .iter()
-                .map(|(record, _scope)| log_record_json(record, &self.resource)),
+                .map(|(record, _scope)| log_record_json(record, &self.resource, &self.order)),
         )
     }
 

@@ -5,6 +5,7 @@
 pub mod console;
 pub mod json;
 pub mod otlp;
+pub mod python_dumps;
 pub mod python_json;
 
 pub use console::{

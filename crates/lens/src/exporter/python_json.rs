@@ -1,14 +1,17 @@
 //! OpenTelemetry-Python's JSON shapes, which NeMo Lens's console exporters print and its users
 //! turn into Perfetto traces: `ReadableSpan.to_json`, `MetricsData.to_json` and
-//! `LogRecord.to_json`, each on one compact line (Python indents them). Compared field by field
-//! with NeMo Lens's own console output (`tests/all/parity`).
+//! `LogRecord.to_json`, keys in Python's order, written on one line by
+//! [`python_dumps`](super::python_dumps) as NeMo Lens 0.2 writes them (`to_json(indent=None)`).
+//! Compared byte for byte with NeMo Lens's own console output (`tests/all/parity`).
 //!
 //! Where Rust's SDK has nothing to say the value Python writes for "nothing" is written:
 //! exemplars are an empty list, a log record's dropped attributes 0.
 
 use opentelemetry::logs::AnyValue;
 use opentelemetry::trace::{SpanContext, SpanId, Status, TraceId, TraceState};
-use opentelemetry::{InstrumentationScope, KeyValue};
+use std::sync::Arc;
+
+use opentelemetry::{InstrumentationScope, Key, KeyValue};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::logs::SdkLogRecord;
 use opentelemetry_sdk::metrics::Temporality;
@@ -43,10 +46,33 @@ pub fn any_value_json(v: &AnyValue) -> Json {
     }
 }
 
-/// A resource as `Resource.to_json` writes it.
-pub fn resource_json(resource: &Resource) -> Json {
+/// The order of a resource's keys as Python's merges leave them (its `dict` keeps insertion
+/// order; the Rust SDK's resource keeps none): [`crate::resource::resource_attributes`] gives it
+/// for a rank's resource. Keys it does not list come after, sorted.
+#[derive(Debug, Clone, Default)]
+pub struct ResourceOrder(Arc<[Key]>);
+
+impl ResourceOrder {
+    /// The order of these keys.
+    pub fn new(keys: impl IntoIterator<Item = Key>) -> Self {
+        Self(keys.into_iter().collect())
+    }
+}
+
+/// A resource as `Resource.to_json` writes it, its keys in `order`.
+pub fn resource_json(resource: &Resource, order: &ResourceOrder) -> Json {
     let mut attributes = Map::new();
-    for (k, v) in resource.iter() {
+    for k in order.0.iter() {
+        if let Some(v) = resource.get(k) {
+            attributes.insert(k.as_str().to_string(), value_json(&v));
+        }
+    }
+    let mut rest: Vec<_> = resource
+        .iter()
+        .filter(|(k, _)| !order.0.contains(k))
+        .collect();
+    rest.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    for (k, v) in rest {
         attributes.insert(k.as_str().to_string(), value_json(v));
     }
     json!({
@@ -99,7 +125,7 @@ fn context_json(cx: &SpanContext) -> Json {
 }
 
 /// One span as `ReadableSpan.to_json`, with the resource it was recorded under.
-pub fn span_json(span: &SpanData, resource: &Resource) -> Json {
+pub fn span_json(span: &SpanData, resource: &Resource, order: &ResourceOrder) -> Json {
     let mut status = Map::new();
     let (code, description) = match &span.status {
         Status::Unset => ("UNSET", ""),
@@ -136,7 +162,7 @@ pub fn span_json(span: &SpanData, resource: &Resource) -> Json {
             "context": context_json(&l.span_context),
             "attributes": attributes_json(l.attributes.iter()),
         })).collect::<Vec<_>>(),
-        "resource": resource_json(resource),
+        "resource": resource_json(resource, order),
     })
 }
 
@@ -155,7 +181,7 @@ fn scope_json(scope: &InstrumentationScope) -> Json {
 }
 
 /// One collection as `MetricsData.to_json`.
-pub fn metrics_data_json(rm: &ResourceMetrics) -> Json {
+pub fn metrics_data_json(rm: &ResourceMetrics, order: &ResourceOrder) -> Json {
     let scope_metrics: Vec<Json> = rm
         .scope_metrics()
         .map(|sm| {
@@ -184,7 +210,7 @@ pub fn metrics_data_json(rm: &ResourceMetrics) -> Json {
         .collect();
     json!({
         "resource_metrics": [{
-            "resource": resource_json(rm.resource()),
+            "resource": resource_json(rm.resource(), order),
             "scope_metrics": scope_metrics,
             "schema_url": rm.resource().schema_url().unwrap_or(""),
         }],
@@ -273,7 +299,7 @@ fn data_json<T: Copy + serde::Serialize>(data: &MetricData<T>) -> Json {
 }
 
 /// One log record as `LogRecord.to_json`.
-pub fn log_record_json(record: &SdkLogRecord, resource: &Resource) -> Json {
+pub fn log_record_json(record: &SdkLogRecord, resource: &Resource, order: &ResourceOrder) -> Json {
     let attributes: Map<String, Json> = record
         .attributes_iter()
         .map(|(k, v)| (k.as_str().to_string(), any_value_json(v)))
@@ -290,7 +316,7 @@ pub fn log_record_json(record: &SdkLogRecord, resource: &Resource) -> Json {
         "trace_id": format!("0x{}", cx.map_or(TraceId::INVALID, |c| c.trace_id)),
         "span_id": format!("0x{}", cx.map_or(SpanId::INVALID, |c| c.span_id)),
         "trace_flags": cx.and_then(|c| c.trace_flags).map_or(0, |f| f.to_u8()),
-        "resource": resource_json(resource),
+        "resource": resource_json(resource, order),
         "event_name": record.event_name().unwrap_or(""),
     })
 }

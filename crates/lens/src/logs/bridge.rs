@@ -7,7 +7,11 @@
 //! application: it says why and the application logs as before.
 
 use opentelemetry_appender_log::OpenTelemetryLogBridge;
-use opentelemetry_sdk::logs::{SdkLogger, SdkLoggerProvider};
+
+use super::code_order::{CodeOrderLogger, CodeOrderProvider};
+#[cfg(feature = "tracing")]
+use opentelemetry_sdk::logs::SdkLogger;
+use opentelemetry_sdk::logs::SdkLoggerProvider;
 
 /// Whether `target` is `filter` or below it: the empty filter takes every target, `a` takes
 /// `a`, `a::b` and `a.b` (Rust modules and dotted Python-style names alike).
@@ -22,7 +26,7 @@ fn target_matches(filter: &str, target: &str) -> bool {
 /// provider. [`install`](Self::install) makes it the process's logger; an application with its
 /// own logger can call it from there instead.
 pub struct LogBridge {
-    inner: OpenTelemetryLogBridge<SdkLoggerProvider, SdkLogger>,
+    inner: OpenTelemetryLogBridge<CodeOrderProvider, CodeOrderLogger>,
     level: log::LevelFilter,
     target: String,
 }
@@ -45,7 +49,7 @@ impl LogBridge {
         target: impl Into<String>,
     ) -> Self {
         Self {
-            inner: OpenTelemetryLogBridge::new(provider),
+            inner: OpenTelemetryLogBridge::new(&CodeOrderProvider(provider.clone())),
             level,
             target: target.into(),
         }

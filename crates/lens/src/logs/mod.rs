@@ -7,6 +7,7 @@
 //! and so does the `tracing` layer for `#[instrument]` spans.
 
 mod bridge;
+mod code_order;
 mod processor;
 
 pub use bridge::LogBridge;

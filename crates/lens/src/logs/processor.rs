@@ -12,6 +12,7 @@ use opentelemetry_sdk::logs::{LogBatch, LogExporter, LogProcessor, SdkLogRecord}
 
 use crate::batch::{BatchExport, BatchQueue, DropReason, ExporterStats};
 use crate::config::BatchConfig;
+use crate::signal::Signal;
 
 /// A log record as queued: the SDK hands the processor borrowed records, the queue owns them.
 type Queued = (SdkLogRecord, InstrumentationScope);
@@ -80,8 +81,7 @@ impl BatchLogProcessor {
                 records,
                 config,
                 stats.clone(),
-                "blrp",
-                "log records",
+                Signal::Logs,
             )),
             stats,
         }

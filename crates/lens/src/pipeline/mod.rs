@@ -17,12 +17,14 @@ use crate::config::env::EnvSource;
 use crate::config::{ExporterSpec, LensConfig, SetupFailurePolicy, WasmExporterSpec};
 use crate::error::{LensError, WasmSetupError};
 use crate::exporter::otlp::{self, OtlpSettings};
+use crate::exporter::python_json::ResourceOrder;
 use crate::exporter::{
-    ConsoleLogExporter, ConsoleMetricExporter, ConsoleSpanExporter, NoopLogExporter,
+    ConsoleLogExporter, ConsoleMetricExporter, ConsoleOut, ConsoleSpanExporter, NoopLogExporter,
     NoopSpanExporter, OtlpLogExporter, OtlpMetricExporter, OtlpSpanExporter,
 };
 use crate::logs::BatchLogProcessor;
 use crate::rank::RankInfo;
+use crate::signal::Signal;
 use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExporterStats};
 use crate::wasm::{HostInputs, WasmLogExporter, WasmMetricExporter, WasmSpanExporter};
 use metrics::{CountedMetricExporter, MetricExporterKind};
@@ -33,7 +35,7 @@ use metrics::{CountedMetricExporter, MetricExporterKind};
 fn disable_or_fail(
     spec: &WasmExporterSpec,
     error: LensError,
-    items: &str,
+    signal: Signal,
 ) -> Result<LensError, LensError> {
     let guest_failed = matches!(
         &error,
@@ -46,7 +48,8 @@ fn disable_or_fail(
         return Err(error);
     }
     log::warn!(
-        "{error}; the exporter is disabled (on_setup_failure = \"disable\"): its {items} are counted as dropped"
+        "{error}; the exporter is disabled (on_setup_failure = \"disable\"): its {} are counted as dropped",
+        signal.items()
     );
     Ok(error)
 }
@@ -60,6 +63,9 @@ pub(crate) struct BuildContext<'a> {
     env: &'a dyn EnvSource,
     rank: RankInfo,
     resource: Resource,
+    /// Where console exporters write, and the resource's key order they write.
+    console: ConsoleOut,
+    resource_order: ResourceOrder,
     /// The runtime of the gRPC exporters, started by the first one.
     runtime: OnceLock<Arc<tokio::runtime::Runtime>>,
 }
@@ -76,6 +82,8 @@ impl<'a> BuildContext<'a> {
             env,
             rank,
             resource,
+            console: ConsoleOut::Stdout,
+            resource_order: ResourceOrder::default(),
             runtime: OnceLock::new(),
         }
     }
@@ -98,13 +106,14 @@ impl<'a> BuildContext<'a> {
         let stats = Arc::new(ExporterStats::new(name));
         let processor = match spec {
             ExporterSpec::Otlp(o) => {
-                let settings = OtlpSettings::resolve(o, &self.config.otlp, "traces", self.env);
+                let settings =
+                    OtlpSettings::resolve(o, &self.config.otlp, Signal::Traces, self.env);
                 let exporter = OtlpSpanExporter::build(name, &settings, &|| self.runtime())?
                     .with_stats(stats.clone());
                 BatchSpanProcessor::new(exporter, batch, stats.clone())
             }
             ExporterSpec::Console(_) => {
-                BatchSpanProcessor::new(ConsoleSpanExporter::default(), batch, stats.clone())
+                BatchSpanProcessor::new(self.console_span_exporter(), batch, stats.clone())
             }
             ExporterSpec::None(_) => {
                 BatchSpanProcessor::new(NoopSpanExporter, batch, stats.clone())
@@ -114,7 +123,7 @@ impl<'a> BuildContext<'a> {
                     Ok(exporter) => BatchSpanProcessor::new(exporter, batch, stats.clone()),
                     Err(source) => {
                         let error = crate::wasm::setup_error(name, w, source);
-                        let error = disable_or_fail(w, error, "spans")?;
+                        let error = disable_or_fail(w, error, Signal::Traces)?;
                         let processor =
                             DisabledSpanProcessor::new(stats.clone(), error.to_string());
                         return Ok((Box::new(processor), stats));
@@ -132,17 +141,24 @@ impl<'a> BuildContext<'a> {
         spec: &ExporterSpec,
         name: &str,
     ) -> Result<(Option<MetricReader>, Option<Arc<ExporterStats>>), LensError> {
+        // Checked first: a bad period fails the setup before any exporter starts.
+        let interval = Duration::from_millis(crate::config::env::metric_export_interval(
+            self.env,
+            self.config.metric_export_interval_ms,
+        )?);
         let stats = Arc::new(ExporterStats::new(name));
         let exporter = match spec {
             ExporterSpec::Otlp(o) => {
-                let settings = OtlpSettings::resolve(o, &self.config.otlp, "metrics", self.env);
+                let settings =
+                    OtlpSettings::resolve(o, &self.config.otlp, Signal::Metrics, self.env);
                 let exporter = OtlpMetricExporter::build(name, &settings, &|| self.runtime())?
                     .with_stats(stats.clone());
                 MetricExporterKind::Otlp(Box::new(exporter))
             }
-            ExporterSpec::Console(_) => {
-                MetricExporterKind::Console(ConsoleMetricExporter::default())
-            }
+            ExporterSpec::Console(_) => MetricExporterKind::Console(
+                ConsoleMetricExporter::new(self.console.clone())
+                    .with_resource_order(self.resource_order.clone()),
+            ),
             ExporterSpec::None(_) => return Ok((None, None)),
             ExporterSpec::Wasm(w) => {
                 let batch = spec.batch_config(&self.config.batch);
@@ -152,19 +168,30 @@ impl<'a> BuildContext<'a> {
                     Ok(exporter) => MetricExporterKind::Wasm(exporter),
                     Err(source) => {
                         let error = crate::wasm::setup_error(name, w, source);
-                        let error = disable_or_fail(w, error, "data points")?;
+                        let error = disable_or_fail(w, error, Signal::Metrics)?;
                         stats.record_disabled(error.to_string());
                         MetricExporterKind::Disabled
                     }
                 }
             }
         };
-        let interval = Duration::from_millis(self.config.metric_export_interval_ms.max(1));
         let exporter = CountedMetricExporter::new(exporter, stats.clone());
         let reader = PeriodicReader::builder(exporter)
             .with_interval(interval)
             .build();
         Ok((Some(reader), Some(stats)))
+    }
+
+    /// Console exporters write to `console` (default stdout), the resource's keys in `order`.
+    pub(crate) fn with_console(mut self, console: ConsoleOut, order: ResourceOrder) -> Self {
+        self.console = console;
+        self.resource_order = order;
+        self
+    }
+
+    fn console_span_exporter(&self) -> ConsoleSpanExporter {
+        ConsoleSpanExporter::new(self.console.clone())
+            .with_resource_order(self.resource_order.clone())
     }
 
     /// What the wasm host needs from this installation.
@@ -187,14 +214,17 @@ impl<'a> BuildContext<'a> {
         let stats = Arc::new(ExporterStats::new(name));
         let processor = match spec {
             ExporterSpec::Otlp(o) => {
-                let settings = OtlpSettings::resolve(o, &self.config.otlp, "logs", self.env);
+                let settings = OtlpSettings::resolve(o, &self.config.otlp, Signal::Logs, self.env);
                 let exporter = OtlpLogExporter::build(name, &settings, &|| self.runtime())?
                     .with_stats(stats.clone());
                 BatchLogProcessor::new(exporter, batch, stats.clone())
             }
-            ExporterSpec::Console(_) => {
-                BatchLogProcessor::new(ConsoleLogExporter::default(), batch, stats.clone())
-            }
+            ExporterSpec::Console(_) => BatchLogProcessor::new(
+                ConsoleLogExporter::new(self.console.clone())
+                    .with_resource_order(self.resource_order.clone()),
+                batch,
+                stats.clone(),
+            ),
             ExporterSpec::None(_) => BatchLogProcessor::new(NoopLogExporter, batch, stats.clone()),
             ExporterSpec::Wasm(w) => {
                 match WasmLogExporter::build(name, w, &batch, &self.host_inputs(), stats.clone()) {
@@ -206,7 +236,7 @@ impl<'a> BuildContext<'a> {
                     ),
                     Err(source) => {
                         let error = crate::wasm::setup_error(name, w, source);
-                        let error = disable_or_fail(w, error, "log records")?;
+                        let error = disable_or_fail(w, error, Signal::Logs)?;
                         BatchLogProcessor::disabled(stats.clone(), error.to_string())
                     }
                 }

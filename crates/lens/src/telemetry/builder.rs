@@ -17,9 +17,11 @@ use super::providers::{self, For, Injected, Providers};
 use crate::config::env::{EnvSource, ProcessEnv};
 use crate::config::{ConfigSource, LensConfig};
 use crate::error::LensError;
+use crate::exporter::ConsoleOut;
+use crate::exporter::python_json::ResourceOrder;
 use crate::logs::BatchLogProcessor;
 use crate::rank::RankInfo;
-use crate::resource::{ResourceInputs, build_resource, resolve_run_id};
+use crate::resource::{ResourceInputs, resolve_run_id, resource_attributes};
 use crate::strategy::decide_export;
 use crate::trace::{
     BatchSpanProcessor, LensTracerProvider, RankAwareSampler, SpanGroups, set_enabled_span_groups,
@@ -64,6 +66,13 @@ impl TelemetryBuilder {
     /// The job's world size (default: `WORLD_SIZE`, then `SLURM_NTASKS`, else 1).
     pub fn world_size(mut self, world_size: u32) -> Self {
         self.world_size = Some(world_size);
+        self
+    }
+
+    /// Where the console exporters built from the config (`exporter = "console"`, `kind =
+    /// "console"`) write: stdout by default, or any writer.
+    pub fn console_out(mut self, out: ConsoleOut) -> Self {
+        self.injected.console_out = out;
         self
     }
 
@@ -180,6 +189,7 @@ impl TelemetryBuilder {
                 rank: decision.rank,
                 exporting: decision.exporting,
                 resource: &decision.resource,
+                resource_order: &decision.resource_order,
                 sampler: decision.sampler,
             },
             injected,
@@ -204,6 +214,7 @@ impl TelemetryBuilder {
             sampler,
             launcher,
             groups,
+            ..
         } = decision;
         let open_spans = fanout.as_ref().and_then(|f| f.open_spans());
         let tracer_provider = LensTracerProvider::new(tracer, open_spans, launcher, groups.clone());
@@ -280,7 +291,7 @@ impl TelemetryBuilder {
             SpanGroups::none()
         };
         let run_id = resolve_run_id(&config.run_id, env.as_ref());
-        let resource = build_resource(
+        let attributes = resource_attributes(
             &ResourceInputs {
                 service_name: &config.service_name,
                 service_version: &config.service_version,
@@ -293,6 +304,10 @@ impl TelemetryBuilder {
             },
             env.as_ref(),
         );
+        let resource_order = ResourceOrder::new(attributes.iter().map(|kv| kv.key.clone()));
+        let resource = Resource::builder_empty()
+            .with_attributes(attributes)
+            .build();
         let sampler = (exporting && config.sampler_enabled)
             .then(|| RankAwareSampler::new(rank.rank, config.export_sample_rate));
         if let Some(s) = &sampler
@@ -313,6 +328,7 @@ impl TelemetryBuilder {
             exporting,
             run_id,
             resource,
+            resource_order,
             sampler,
             launcher,
             groups,
@@ -326,6 +342,7 @@ struct Decision {
     exporting: bool,
     run_id: String,
     resource: Resource,
+    resource_order: ResourceOrder,
     sampler: Option<RankAwareSampler>,
     /// The launcher's trace (`TRACEPARENT`), parent of this rank's root spans.
     launcher: Option<opentelemetry::Context>,

@@ -15,6 +15,7 @@ use crate::config::BatchConfig;
 use crate::error::LensError;
 use crate::logs::LogBridge;
 use crate::rank::RankInfo;
+use crate::signal::Signal;
 use crate::trace::{
     BatchSpanProcessor, DeliveryStats, ExporterSnapshot, ExporterStats, FanOutCore, LensTracer,
     LensTracerProvider, self_metrics::Instruments,
@@ -288,12 +289,12 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
         errors.push(format!("logs: {e}"));
     }
     if let Some(f) = &inner.fanout {
-        log_stats(inner.rank.rank, "spans", &f.stats().exporters);
+        log_stats(inner.rank.rank, Signal::Traces, &f.stats().exporters);
     }
     let logs: Vec<_> = inner.log_stats.iter().map(|s| s.snapshot()).collect();
-    log_stats(inner.rank.rank, "log records", &logs);
+    log_stats(inner.rank.rank, Signal::Logs, &logs);
     let metrics: Vec<_> = inner.metric_stats.iter().map(|s| s.snapshot()).collect();
-    log_stats(inner.rank.rank, "data points", &metrics);
+    log_stats(inner.rank.rank, Signal::Metrics, &metrics);
     // The process stays set up, as in NeMo Lens: a later enabled setup needs `allow_reinit`.
     let outcome = if errors.is_empty() {
         Ok(())
@@ -307,7 +308,8 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     })
 }
 
-fn log_stats(rank: u32, noun: &str, exporters: &[ExporterSnapshot]) {
+fn log_stats(rank: u32, signal: Signal, exporters: &[ExporterSnapshot]) {
+    let noun = signal.items();
     for e in exporters {
         let line = format!(
             "rank {rank} exporter `{}`: {} {noun} received, {} exported, {} dropped (queue full {}, export failed {}, shutdown {})",

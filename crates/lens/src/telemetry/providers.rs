@@ -13,6 +13,8 @@ use crate::batch::ExporterStats;
 use crate::config::env::EnvSource;
 use crate::config::{BatchConfig, LensConfig};
 use crate::error::LensError;
+use crate::exporter::ConsoleOut;
+use crate::exporter::python_json::ResourceOrder;
 use crate::logs::BatchLogProcessor;
 use crate::pipeline::BuildContext;
 use crate::rank::RankInfo;
@@ -30,6 +32,8 @@ pub(super) struct Injected {
     pub(super) span_processors: Vec<Box<dyn SpanProcessor>>,
     pub(super) metric_readers: Vec<ReaderHook>,
     pub(super) log_exporters: Vec<(String, LogFactory)>,
+    /// Where the console exporters built from the config write.
+    pub(super) console_out: ConsoleOut,
 }
 
 /// Who the providers are for: the rank, whether it exports, its resource and sampler.
@@ -37,6 +41,8 @@ pub(super) struct For<'a> {
     pub(super) rank: RankInfo,
     pub(super) exporting: bool,
     pub(super) resource: &'a Resource,
+    /// The resource's keys in NeMo Lens's order, for the console exporters.
+    pub(super) resource_order: &'a ResourceOrder,
     pub(super) sampler: Option<RankAwareSampler>,
 }
 
@@ -68,7 +74,8 @@ pub(super) fn build(
             metric_stats: Vec::new(),
         });
     }
-    let ctx = BuildContext::new(config, env, who.rank, who.resource.clone());
+    let ctx = BuildContext::new(config, env, who.rank, who.resource.clone())
+        .with_console(injected.console_out.clone(), who.resource_order.clone());
     let (tracer, fanout) = tracer_provider(
         &ctx,
         config,

@@ -2,19 +2,16 @@
 //! shutdown and fans every span out to the per-exporter processors, to which more can be added
 //! after setup (the SDK cannot add processors to a built provider).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use opentelemetry::trace::{SpanContext, SpanId};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{Span, SpanData, SpanProcessor};
 
-use super::tracer::TrackedSpan;
+use super::open_spans::OpenSpans;
 use crate::batch::{DeliveryStats, ExporterStats};
 
 /// Attribute (`true`) and event name on spans that were still open at shutdown and ended
@@ -24,112 +21,6 @@ pub const TRUNCATED_ATTRIBUTE: &str = "nemo.span.truncated";
 pub const TRUNCATED_REASON_KEY: &str = "nemo.span.truncated.reason";
 /// Its value.
 pub const TRUNCATED_REASON: &str = "still open at telemetry shutdown";
-
-const SHARDS: usize = 16;
-
-/// Span ids are random already: the map uses them as their own hash (SipHash cost a third of
-/// the tracking overhead per span in `cargo bench --bench pipeline -- --only app`).
-#[derive(Default)]
-struct SpanIdHasher(u64);
-
-impl Hasher for SpanIdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-
-    fn write_u64(&mut self, id: u64) {
-        self.0 = id;
-    }
-}
-
-type OpenShard = HashMap<u64, Weak<TrackedSpan>, BuildHasherDefault<SpanIdHasher>>;
-
-/// The recording spans started by the installation's tracers and not dropped yet, sharded to
-/// keep lock contention low.
-pub(crate) struct OpenSpans {
-    shards: [Mutex<OpenShard>; SHARDS],
-    /// Orders the spans by start: shutdown ends the latest first.
-    next_seq: AtomicU64,
-    /// Set at shutdown: spans started later are no longer tracked.
-    closed: std::sync::atomic::AtomicBool,
-}
-
-impl std::fmt::Debug for OpenSpans {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenSpans")
-            .field("started", &self.next_seq.load(Relaxed))
-            .finish()
-    }
-}
-
-impl OpenSpans {
-    fn new() -> Arc<Self> {
-        Arc::new(Self {
-            shards: Default::default(),
-            next_seq: AtomicU64::new(0),
-            closed: std::sync::atomic::AtomicBool::new(false),
-        })
-    }
-
-    fn key(id: SpanId) -> u64 {
-        u64::from_be_bytes(id.to_bytes())
-    }
-
-    fn shard(&self, key: u64) -> std::sync::MutexGuard<'_, OpenShard> {
-        self.shards[key as usize % SHARDS]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Registers a recording span the application now holds.
-    pub(crate) fn track(self: &Arc<Self>, span: Span) -> Arc<TrackedSpan> {
-        let seq = self.next_seq.fetch_add(1, Relaxed);
-        let tracked = Arc::new(TrackedSpan::new(seq, span, Arc::downgrade(self)));
-        if !self.closed.load(Relaxed) {
-            let key = Self::key(tracked.context.span_id());
-            self.shard(key).insert(key, Arc::downgrade(&tracked));
-        }
-        tracked
-    }
-
-    /// Forgets a span the application dropped.
-    pub(crate) fn forget(&self, cx: &SpanContext) {
-        let key = Self::key(cx.span_id());
-        self.shard(key).remove(&key);
-    }
-
-    /// What the spans still open hold now, innermost (latest started) first; from now on no
-    /// span is tracked.
-    fn close(&self) -> Vec<SpanData> {
-        self.closed.store(true, Relaxed);
-        let mut open: Vec<Arc<TrackedSpan>> = self
-            .shards
-            .iter()
-            .flat_map(|s| {
-                let mut shard = s.lock().unwrap_or_else(|p| p.into_inner());
-                shard
-                    .drain()
-                    .filter_map(|(_, w)| w.upgrade())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        open.sort_by_key(|t| std::cmp::Reverse(t.seq));
-        open.iter()
-            .filter_map(|t| {
-                t.span
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .exported_data()
-            })
-            .collect()
-    }
-}
 
 pub(crate) struct FanOutCore {
     processors: RwLock<Vec<Box<dyn SpanProcessor>>>,
@@ -205,8 +96,9 @@ impl FanOutCore {
         }
     }
 
-    fn dispatch(&self, span: SpanData) {
+    fn dispatch(&self, mut span: SpanData) {
         self.produced.fetch_add(1, Relaxed);
+        super::flags::mark_root(&mut span);
         let processors = self.processors.read().unwrap_or_else(|p| p.into_inner());
         if let Some((last, rest)) = processors.split_last() {
             for p in rest {

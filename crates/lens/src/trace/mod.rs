@@ -3,7 +3,9 @@
 
 pub mod attributes;
 mod fanout;
+pub mod flags;
 pub mod groups;
+mod open_spans;
 mod processor;
 pub(crate) mod sampler;
 pub(crate) mod self_metrics;

@@ -11,6 +11,7 @@ use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
 use crate::batch::{BatchExport, BatchQueue, DropReason, ExporterStats};
 use crate::config::BatchConfig;
+use crate::signal::Signal;
 
 /// A span exporter driven by the batch queue.
 struct Spans<E>(E);
@@ -49,7 +50,7 @@ impl BatchSpanProcessor {
         E: SpanExporter + 'static,
     {
         Self {
-            queue: BatchQueue::new(Spans(exporter), config, stats, "bsp", "spans"),
+            queue: BatchQueue::new(Spans(exporter), config, stats, Signal::Traces),
         }
     }
 

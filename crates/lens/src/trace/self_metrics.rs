@@ -21,6 +21,7 @@ use opentelemetry::KeyValue;
 use opentelemetry::metrics::{AsyncInstrument, Meter};
 
 use crate::batch::{DeliveryStats, ExporterSnapshot};
+use crate::signal::Signal;
 
 /// Where the instruments read the installation's statistics at each collection.
 pub(crate) type StatsSource = Arc<dyn Fn() -> DeliveryStats + Send + Sync>;
@@ -32,18 +33,18 @@ type Observe<'a> = &'a dyn Fn(u64, Vec<KeyValue>);
 pub(crate) type Instruments = Vec<Box<dyn std::any::Any + Send + Sync>>;
 
 /// The attributes naming an exporter: its name and signal.
-fn exporter(signal: &'static str, e: &ExporterSnapshot) -> [KeyValue; 2] {
+fn exporter(signal: Signal, e: &ExporterSnapshot) -> [KeyValue; 2] {
     [
         KeyValue::new("exporter", e.name.clone()),
-        KeyValue::new("signal", signal),
+        KeyValue::new("signal", signal.as_str()),
     ]
 }
 
 /// Every exporter of every signal, with its signal.
-fn each(stats: &DeliveryStats) -> impl Iterator<Item = (&'static str, &ExporterSnapshot)> {
-    let traces = stats.exporters.iter().map(|e| ("traces", e));
-    let metrics = stats.metric_exporters.iter().map(|e| ("metrics", e));
-    let logs = stats.log_exporters.iter().map(|e| ("logs", e));
+fn each(stats: &DeliveryStats) -> impl Iterator<Item = (Signal, &ExporterSnapshot)> {
+    let traces = stats.exporters.iter().map(|e| (Signal::Traces, e));
+    let metrics = stats.metric_exporters.iter().map(|e| (Signal::Metrics, e));
+    let logs = stats.log_exporters.iter().map(|e| (Signal::Logs, e));
     traces.chain(metrics).chain(logs)
 }
 
@@ -88,7 +89,7 @@ fn counter(
     name: &'static str,
     description: &'static str,
     unit: &'static str,
-    only: Option<&'static str>,
+    only: Option<Signal>,
     f: fn(&ExporterSnapshot, Observe<'_>),
 ) -> Box<dyn std::any::Any + Send + Sync> {
     let c = core.clone();
@@ -133,21 +134,21 @@ fn exporter_counters(meter: &Meter, core: &StatsSource) -> Instruments {
             "lens.exporter.spans",
             "Spans per exporter by outcome",
             "{span}",
-            Some("traces"),
+            Some(Signal::Traces),
             items,
         ),
         counter(
             "lens.exporter.data_points",
             "Metric data points per exporter by outcome",
             "{data_point}",
-            Some("metrics"),
+            Some(Signal::Metrics),
             items,
         ),
         counter(
             "lens.exporter.log_records",
             "Log records per exporter by outcome",
             "{log_record}",
-            Some("logs"),
+            Some(Signal::Logs),
             items,
         ),
         per_exporter(

@@ -9,13 +9,16 @@
 //!   `TRACEPARENT` (and `TRACESTATE`), a span started without a parent gets that remote context as
 //!   its parent, so every rank of a job lands in one trace.
 //!
+//! - **Trace flags are Python's.** A root span carries W3C level 2's random-trace-id bit, and
+//!   children inherit it ([`flags`](super::flags)), as in NeMo Lens.
+//!
 //! - **Span groups.** [`LensTracer::in_group_span`] and [`LensTracer::group_span`] create a span
 //!   only when its group is enabled on this rank ([`SpanGroups`]).
 //!
 //! [`LensTracerProvider`] hands out these tracers (and is what Lens installs globally).
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use opentelemetry::trace::{
@@ -24,8 +27,9 @@ use opentelemetry::trace::{
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, Span as SdkSpan};
 
-use super::fanout::OpenSpans;
+use super::flags;
 use super::groups::SpanGroups;
+use super::open_spans::{OpenSpans, TrackedSpan};
 
 /// The tracer of a Lens installation (see the module's documentation).
 #[derive(Clone, Debug)]
@@ -89,18 +93,26 @@ impl Tracer for LensTracer {
             _ => parent_cx,
         };
         let span = self.inner.build_with_context(builder, parent);
-        match &self.open {
+        let parent_span = parent.span();
+        let parent_cx = Some(parent_span.span_context()).filter(|cx| cx.is_valid());
+        let w3c = flags::w3c_context(opentelemetry::trace::Span::span_context(&span), parent_cx);
+        let inner = match &self.open {
             Some(open) if opentelemetry::trace::Span::is_recording(&span) => {
-                LensSpan(Inner::Tracked(open.track(span)))
+                Inner::Tracked(open.track(span))
             }
-            _ => LensSpan(Inner::Plain(span)),
-        }
+            _ => Inner::Plain(span),
+        };
+        LensSpan { inner, w3c }
     }
 }
 
 /// A span one of the installation's tracers started.
 #[derive(Debug)]
-pub struct LensSpan(Inner);
+pub struct LensSpan {
+    inner: Inner,
+    /// Its context with Python's trace flags, where the SDK's differ ([`flags`]).
+    w3c: Option<SpanContext>,
+}
 
 #[derive(Debug)]
 // A non-recording span stays inline: starting one must cost no allocation (sampled-out ranks).
@@ -112,42 +124,9 @@ enum Inner {
     Tracked(Arc<TrackedSpan>),
 }
 
-/// A recording span shared between the application and the registry of open spans.
-#[derive(Debug)]
-pub(crate) struct TrackedSpan {
-    /// Its place in the order spans were started (shutdown ends the latest first).
-    pub(crate) seq: u64,
-    pub(crate) context: SpanContext,
-    pub(crate) span: Mutex<SdkSpan>,
-    pub(crate) registry: Weak<OpenSpans>,
-}
-
-impl Drop for TrackedSpan {
-    fn drop(&mut self) {
-        if let Some(open) = self.registry.upgrade() {
-            open.forget(&self.context);
-        }
-    }
-}
-
-impl TrackedSpan {
-    pub(crate) fn new(seq: u64, span: SdkSpan, registry: Weak<OpenSpans>) -> Self {
-        Self {
-            seq,
-            context: opentelemetry::trace::Span::span_context(&span).clone(),
-            span: Mutex::new(span),
-            registry,
-        }
-    }
-
-    fn with<R>(&self, f: impl FnOnce(&mut SdkSpan) -> R) -> R {
-        f(&mut self.span.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-}
-
 impl LensSpan {
     fn with<R>(&mut self, f: impl FnOnce(&mut SdkSpan) -> R) -> R {
-        match &mut self.0 {
+        match &mut self.inner {
             Inner::Plain(span) => f(span),
             Inner::Tracked(t) => t.with(f),
         }
@@ -167,14 +146,17 @@ impl opentelemetry::trace::Span for LensSpan {
     }
 
     fn span_context(&self) -> &SpanContext {
-        match &self.0 {
+        if let Some(cx) = &self.w3c {
+            return cx;
+        }
+        match &self.inner {
             Inner::Plain(span) => span.span_context(),
             Inner::Tracked(t) => &t.context,
         }
     }
 
     fn is_recording(&self) -> bool {
-        match &self.0 {
+        match &self.inner {
             Inner::Plain(span) => span.is_recording(),
             Inner::Tracked(t) => t.with(|s| s.is_recording()),
         }

@@ -14,53 +14,7 @@ use crate::bindings::log_types::LogBatch;
 use crate::bindings::metric_types::{MetricBatch, MetricPreferences, Temporality};
 use crate::bindings::types::{Batch, Encoding, ExportError, Resource};
 
-/// The version of the WIT package in `wit/` this host implements.
-pub const WIT_VERSION: &str = "0.3.0";
-/// The older version whose span exporters still load.
-pub const LEGACY_WIT_VERSION: &str = "0.2.0";
-
-/// A telemetry signal, as the config's sections name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Signal {
-    /// Spans (`[traces]`).
-    Traces,
-    /// Metrics (`[metrics]`).
-    Metrics,
-    /// Log records (`[logs]`).
-    Logs,
-}
-
-impl Signal {
-    /// Every signal.
-    pub const ALL: [Signal; 3] = [Signal::Traces, Signal::Metrics, Signal::Logs];
-
-    /// `traces`, `metrics` or `logs`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Signal::Traces => "traces",
-            Signal::Metrics => "metrics",
-            Signal::Logs => "logs",
-        }
-    }
-
-    /// The WIT interface exporting this signal, without package or version.
-    pub fn interface(self) -> &'static str {
-        match self {
-            Signal::Traces => "span-exporter",
-            Signal::Metrics => "metric-exporter",
-            Signal::Logs => "log-exporter",
-        }
-    }
-
-    /// What one exported item is called in counts and messages.
-    pub fn items(self) -> &'static str {
-        match self {
-            Signal::Traces => "spans",
-            Signal::Metrics => "data points",
-            Signal::Logs => "log records",
-        }
-    }
-}
+pub use crate::signal::{LEGACY_WIT_VERSION, Signal, WIT_VERSION};
 
 /// One exporter interface of a component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +41,7 @@ impl GuestInterface {
         } else {
             WIT_VERSION
         };
-        format!("lens:exporter/{}@{version}", self.signal.interface())
+        self.signal.interface_name(version)
     }
 
     /// The interfaces among a component's `exports` this host serves, in signal order.

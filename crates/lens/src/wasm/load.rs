@@ -9,9 +9,10 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, InstancePre, Linker};
 
 use super::cache::ArtifactCache;
-use super::interface::{GuestInterface, Signal};
+use super::interface::{GuestInterface, Signal, WIT_VERSION};
 use super::sandbox::HostState;
 use crate::error::LoadError;
+use crate::signal::WIT_PACKAGE;
 
 /// Interface packages the host provides (WASI 0.2 and `wasi:http`; grants decide what works),
 /// and the exporter's own types interfaces (types only: nothing to provide).
@@ -260,26 +261,39 @@ fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
 fn missing_export(exports: Vec<String>) -> LoadError {
     let ours: Vec<&String> = exports
         .iter()
-        .filter(|e| e.starts_with("lens:exporter/"))
+        .filter(|e| {
+            e.strip_prefix(WIT_PACKAGE)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
         .collect();
     if ours.is_empty() {
         LoadError::MissingExport {
-            expected: EXPECTED,
+            expected: expected_exports(),
             exports,
         }
     } else {
-        let older = ours.iter().any(|e| version(e) < version(EXPECTED));
+        let older = ours
+            .iter()
+            .any(|e| version(e) < version(&format!("@{WIT_VERSION}")));
         LoadError::WrongVersion {
-            expected: EXPECTED,
+            expected: expected_exports(),
             exports,
             older,
         }
     }
 }
 
-/// What `missing_export` asks for.
-const EXPECTED: &str =
-    "lens:exporter/span-exporter@0.3.0`, `metric-exporter@0.3.0` or `log-exporter@0.3.0";
+/// What `missing_export` asks for: `lens:exporter/span-exporter@0.3.0`, `metric-exporter@0.3.0`
+/// or `log-exporter@0.3.0` (between the backquotes of the messages).
+fn expected_exports() -> String {
+    let [traces, metrics, logs] = Signal::ALL;
+    format!(
+        "{}`, `{}@{WIT_VERSION}` or `{}@{WIT_VERSION}",
+        traces.interface_name(WIT_VERSION),
+        metrics.interface(),
+        logs.interface()
+    )
+}
 
 impl LoadedComponent {
     /// The interface serving `signal` (for spans, 0.3.0 before 0.2.0), or why there is none.
@@ -289,7 +303,7 @@ impl LoadedComponent {
             .find(|i| i.signal == signal)
             .copied()
             .ok_or_else(|| LoadError::SignalNotExported {
-                signal: signal.as_str(),
+                signal,
                 exports: self.exports.clone(),
             })
     }

@@ -7,8 +7,9 @@
 //! - [`engine`]: one engine per process and its epoch deadlines;
 //! - [`mod@load`]: validation of a `.wasm` file, with one [`LoadError`] per problem;
 //! - [`cache`]: compiled components on disk, mapped into memory on the next start;
-//! - [`sandbox`]: what a guest may touch (deny by default) and its memory cap;
-//! - [`quota`]: the write budget of writable pre-opens;
+//! - `sandbox`: what a guest may touch (deny by default) and its memory cap (its limits are
+//!   re-exported here: [`MAX_INSTANCES`], [`MAX_MEMORIES`], [`MAX_TABLES`]);
+//! - `quota`: the write budget of writable pre-opens;
 //! - [`guest_output`]: what a guest says (errors, stdout/stderr), escaped and cut before it is
 //!   shown;
 //! - [`interface`]: which exporter interfaces a component exports, and the calls into one;
@@ -31,9 +32,9 @@ pub mod interface;
 pub mod load;
 pub mod log_exporter;
 pub mod metric_exporter;
-pub mod quota;
+pub(crate) mod quota;
 pub(crate) mod retry;
-pub mod sandbox;
+pub(crate) mod sandbox;
 pub mod span_exporter;
 #[cfg(test)]
 mod tests;
@@ -50,6 +51,9 @@ pub use load::{DEFAULT_MAX_FILE_MIB, LoadChecks, LoadedComponent, load};
 pub use log_exporter::WasmLogExporter;
 pub use metric_exporter::WasmMetricExporter;
 pub use retry::{FIRST_RETRY, MAX_RETRY_DELAY};
+pub use sandbox::{
+    MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES, MemoryLimitExceeded, TABLE_ELEMENT_BYTES,
+};
 pub use span_exporter::WasmSpanExporter;
 
 use crate::batch::ExporterStats;
@@ -130,10 +134,7 @@ pub(crate) fn lanes_from_config(
         cache: &config.wasm_cache,
     };
     let stats = Arc::new(ExporterStats::new(name));
-    let defaults = match signal {
-        Signal::Logs => config.log_batch,
-        Signal::Traces | Signal::Metrics => config.batch,
-    };
+    let defaults = *config.batch_for(signal);
     let batch = defaults.with_overrides(&spec.batch);
     // The checks a config file gets, for an entry built in code.
     crate::config::ExporterSpec::Wasm(spec.clone())

@@ -18,7 +18,12 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 };
 use wasmtime_wasi::p2::{DynOutputStream, OutputStream, Pollable, StreamError, StreamResult};
 
-use super::sandbox::HostState;
+/// A store's state that may carry a write budget: the sandbox's host state implements it (kept
+/// as a trait so that this module does not depend on the sandbox that uses it).
+pub(crate) trait Budgeted: WasiView + Send + 'static {
+    /// The exporter's budget, if it has one.
+    fn write_budget(&self) -> Option<std::sync::Arc<WriteBudget>>;
+}
 
 /// The interface whose functions are shadowed, as wasmtime-wasi defines it (older minor
 /// versions a guest imports resolve to it).
@@ -26,14 +31,14 @@ const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 
 /// Bytes an exporter's guests may still write into files.
 #[derive(Debug)]
-pub struct WriteBudget {
+pub(crate) struct WriteBudget {
     remaining: AtomicU64,
     limit: u64,
 }
 
 impl WriteBudget {
     /// A budget of `limit` bytes.
-    pub fn new(limit: u64) -> Self {
+    pub(crate) fn new(limit: u64) -> Self {
         Self {
             remaining: AtomicU64::new(limit),
             limit,
@@ -70,7 +75,7 @@ const ENOSPC: i32 = 28;
 
 /// Shadows the file-writing functions of `wasi:filesystem/types` with budgeted ones (a no-op for
 /// an instance without a budget).
-pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+pub(crate) fn add_to_linker<T: Budgeted>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut types = linker.instance(FILESYSTEM_TYPES)?;
     types.func_wrap_async(
@@ -78,7 +83,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
         |mut store, (fd, buf, offset): (Resource<Descriptor>, Vec<u8>, u64)| {
             Box::new(async move {
                 let state = store.data_mut();
-                let budget = state.write_budget.clone();
+                let budget = state.write_budget();
                 let asked = buf.len() as u64;
                 if let Some(b) = &budget
                     && !b.take(asked)
@@ -117,13 +122,13 @@ pub(crate) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<
 }
 
 /// The result of `write-via-stream` or `append-via-stream`, its stream put under the budget.
-fn budget_stream(
-    state: &mut HostState,
+fn budget_stream<T: Budgeted>(
+    state: &mut T,
     stream: Result<Resource<DynOutputStream>, wasmtime_wasi::p2::FsError>,
 ) -> wasmtime::Result<(Result<Resource<DynOutputStream>, ErrorCode>,)> {
     match stream {
         Ok(stream) => {
-            if let Some(budget) = state.write_budget.clone() {
+            if let Some(budget) = state.write_budget() {
                 budgeted(state.ctx().table, &stream, budget)?;
             }
             Ok((Ok(stream),))

@@ -19,14 +19,14 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
 use super::guest_output::{LogStream, MAX_LOG_BYTES_PER_INSTANCE, Stream, WarnBudget};
-use super::quota::WriteBudget;
+use super::quota::{Budgeted, WriteBudget};
 use crate::config::EnvGrant;
 use crate::config::env::EnvSource;
 use crate::error::GrantError;
 
 /// The grants of one exporter, resolved at setup (host variables read, paths checked).
 #[derive(Debug, Clone)]
-pub struct Grants {
+pub(crate) struct Grants {
     /// `(name, value)` pairs the guest sees.
     pub env: Vec<(String, String)>,
     /// `(host dir, guest path, read_only)`.
@@ -46,7 +46,7 @@ pub struct Grants {
 }
 
 /// The store data of one guest instance.
-pub struct HostState {
+pub(crate) struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
     http: WasiHttpCtx,
@@ -66,6 +66,12 @@ impl WasiView for HostState {
     }
 }
 
+impl Budgeted for HostState {
+    fn write_budget(&self) -> Option<Arc<WriteBudget>> {
+        self.write_budget.clone()
+    }
+}
+
 impl WasiHttpView for HostState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView {
@@ -78,7 +84,7 @@ impl WasiHttpView for HostState {
 
 impl HostState {
     /// A fresh sandbox for one instance.
-    pub fn new(grants: &Grants) -> wasmtime::Result<Self> {
+    pub(crate) fn new(grants: &Grants) -> wasmtime::Result<Self> {
         let mut b = WasiCtxBuilder::new();
         for (k, v) in &grants.env {
             b.env(k, v);
@@ -249,7 +255,7 @@ struct HttpPolicy {
 }
 
 /// Whether `host` (and `port`) match an `allowed_hosts` entry (`host` = any port).
-pub fn host_allowed(allowed: &[String], host: &str, port: u16) -> bool {
+pub(crate) fn host_allowed(allowed: &[String], host: &str, port: u16) -> bool {
     allowed.iter().any(|entry| match entry.rsplit_once(':') {
         Some((h, p)) if p.parse::<u16>().is_ok() => {
             h.eq_ignore_ascii_case(host) && p.parse() == Ok(port)
@@ -305,7 +311,7 @@ impl WasiHttpHooks for HttpPolicy {
 }
 
 /// Resolves the `env` grants: explicit values, or named host variables (which must exist).
-pub fn resolve_env(
+pub(crate) fn resolve_env(
     env: &BTreeMap<String, EnvGrant>,
     host: &dyn EnvSource,
 ) -> Result<Vec<(String, String)>, GrantError> {

@@ -1,7 +1,7 @@
 """The Python SDK's test guest: an OpenTelemetry SDK `SpanExporter` recording every field of
-every `ReadableSpan` it receives, one JSON line each, for `tests/all/guests/python_sdk.rs` to compare with
-the host's in-memory exporter. Settings: `path`; `fail` = `failure`, `raise` or `retry` makes
-every export answer that way."""
+every `ReadableSpan` it receives, one JSON line each, for `tests/all/guests/python_sdk.rs` to
+compare with the host's in-memory exporter. Settings: `path`; `fail` = `failure`, `raise` or
+`retry` makes every export answer that way."""
 
 import json
 

@@ -24,6 +24,7 @@ use crate::batch::ExporterStats;
 use crate::config::env::{EnvSource, otlp_endpoint, otlp_protocol};
 use crate::config::{OtlpExporterSpec, OtlpProtocol};
 use crate::error::LensError;
+use crate::signal::Signal;
 use attempts::{Attempts, CountingClient};
 
 /// The runtime tonic runs on; one per installation, shared by its gRPC exporters.
@@ -51,7 +52,7 @@ impl OtlpSettings {
     pub(crate) fn resolve(
         spec: &OtlpExporterSpec,
         defaults: &OtlpExporterSpec,
-        signal: &str,
+        signal: Signal,
         env: &dyn EnvSource,
     ) -> Self {
         let protocol = spec
