@@ -1,6 +1,7 @@
 //! Propagation: the global W3C TraceContext + Baggage propagator an exporting setup installs,
 //! `inject_context`/`extract_context`, and a launcher's `TRACEPARENT` as the parent of every
-//! root span. (Its own test binary: it installs global providers.)
+//! root span; the trace flags of what is exported. (The test installing the global propagator
+//! runs in a process of its own.)
 
 use std::collections::HashMap;
 
@@ -110,6 +111,33 @@ fn the_launchers_traceparent_is_the_parent_of_every_root_span() {
     assert_eq!(format!("{}", other.parent_span_id), LAUNCHER_SPAN);
     assert!(job.parent_span_is_remote);
     assert_eq!(step.parent_span_id, job.span_context.span_id());
+    // The launcher's `01` (no random bit) is what the children carry, as in Python.
+    for s in &finished {
+        assert_eq!(s.span_context.trace_flags().to_u8(), 0x01, "{}", s.name);
+    }
+    handle.shutdown(T).unwrap();
+}
+
+/// The flags a root span starts with are on the span exported too, and on its children's: the
+/// W3C level 2 random-trace-id bit with the sampled one, as OpenTelemetry-Python sets them.
+#[test]
+fn exported_spans_carry_the_flags_of_their_live_spans() {
+    let (handle, spans) = local_rank_with(HashMap::new());
+    let tracer = handle.tracer("t");
+    let live = tracer.in_span("root", |cx| {
+        let child = tracer.start("child");
+        let flags = (
+            cx.span().span_context().trace_flags().to_u8(),
+            child.span_context().trace_flags().to_u8(),
+        );
+        drop(child);
+        flags
+    });
+    assert_eq!(live, (0x03, 0x03));
+    handle.force_flush(T).unwrap();
+    for s in spans.get_finished_spans().unwrap() {
+        assert_eq!(s.span_context.trace_flags().to_u8(), 0x03, "{}", s.name);
+    }
     handle.shutdown(T).unwrap();
 }
 

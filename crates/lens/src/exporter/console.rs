@@ -60,37 +60,52 @@ impl ConsoleOut {
     }
 }
 
-/// Writes each span as `ReadableSpan.to_json` does, one per line.
-#[derive(Debug)]
-pub struct ConsoleSpanExporter {
-    out: ConsoleOut,
-    resource: Resource,
-    order: ResourceOrder,
-}
-
-impl Default for ConsoleSpanExporter {
-    fn default() -> Self {
-        Self::new(ConsoleOut::Stdout)
-    }
-}
-
-impl ConsoleSpanExporter {
-    /// An exporter writing to `out`.
-    pub fn new(out: ConsoleOut) -> Self {
-        Self {
-            out,
-            resource: Resource::builder_empty().build(),
-            order: ResourceOrder::default(),
+/// Defines a console exporter of spans or log records: where it writes, the resource the SDK
+/// hands it and the resource's key order.
+macro_rules! console_exporter {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name {
+            out: ConsoleOut,
+            resource: Resource,
+            order: ResourceOrder,
         }
-    }
 
-    /// Writes the resource's keys in `order` (the exporters Lens builds from a config get the
-    /// rank's: NeMo Lens's order); without it they are sorted.
-    pub fn with_resource_order(mut self, order: ResourceOrder) -> Self {
-        self.order = order;
-        self
-    }
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new(ConsoleOut::Stdout)
+            }
+        }
+
+        impl $name {
+            /// An exporter writing to `out`.
+            pub fn new(out: ConsoleOut) -> Self {
+                Self {
+                    out,
+                    resource: Resource::builder_empty().build(),
+                    order: ResourceOrder::default(),
+                }
+            }
+
+            /// Writes the resource's keys in `order` (the exporters Lens builds from a config
+            /// get the rank's: NeMo Lens's order); without it they are sorted.
+            pub fn with_resource_order(mut self, order: ResourceOrder) -> Self {
+                self.order = order;
+                self
+            }
+        }
+    };
 }
+
+console_exporter!(
+    /// Writes each span as `ReadableSpan.to_json` does, one per line.
+    ConsoleSpanExporter
+);
+console_exporter!(
+    /// Writes each log record as `LogRecord.to_json` does, one per line.
+    ConsoleLogExporter
+);
 
 impl SpanExporter for ConsoleSpanExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
@@ -106,7 +121,8 @@ impl SpanExporter for ConsoleSpanExporter {
     }
 }
 
-/// Writes each collection as `MetricsData.to_json` does, one per line.
+/// Writes each collection as `MetricsData.to_json` does, one per line (a collection brings its
+/// resource).
 #[derive(Debug, Default)]
 pub struct ConsoleMetricExporter {
     out: ConsoleOut,
@@ -155,37 +171,6 @@ pub struct NoopSpanExporter;
 impl SpanExporter for NoopSpanExporter {
     async fn export(&self, _batch: Vec<SpanData>) -> OTelSdkResult {
         Ok(())
-    }
-}
-
-/// Writes each log record as `LogRecord.to_json` does, one per line.
-#[derive(Debug)]
-pub struct ConsoleLogExporter {
-    out: ConsoleOut,
-    resource: Resource,
-    order: ResourceOrder,
-}
-
-impl Default for ConsoleLogExporter {
-    fn default() -> Self {
-        Self::new(ConsoleOut::Stdout)
-    }
-}
-
-impl ConsoleLogExporter {
-    /// An exporter writing to `out`.
-    pub fn new(out: ConsoleOut) -> Self {
-        Self {
-            out,
-            resource: Resource::builder_empty().build(),
-            order: ResourceOrder::default(),
-        }
-    }
-
-    /// Writes the resource's keys in `order` (see [`ConsoleSpanExporter::with_resource_order`]).
-    pub fn with_resource_order(mut self, order: ResourceOrder) -> Self {
-        self.order = order;
-        self
     }
 }
 

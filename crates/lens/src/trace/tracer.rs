@@ -1,4 +1,4 @@
-//! [`LensTracer`]: the SDK's tracer with two things added.
+//! [`LensTracer`]: the SDK's tracer with these added.
 //!
 //! - **Open spans are tracked.** Each recording span it starts is registered (by a weak
 //!   reference) with the installation's fan-out; at shutdown, the spans still open are ended
