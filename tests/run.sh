@@ -8,7 +8,11 @@
 # what the first installed. CONTRIBUTING.md says what each step installs and where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step() { printf '== %s\n' "$*"; }
+last=$SECONDS
+step() {
+  printf '== %s (previous step %ds)\n' "$*" $((SECONDS - last))
+  last=$SECONDS
+}
 step "test tools (requirements-test.txt)"
 python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
 step "example exporters (guest-examples/build.sh)"
@@ -21,3 +25,4 @@ step "Python package (python/test.sh)"
 python/test.sh
 step "guest SDKs (sdk/test.sh)"
 sdk/test.sh
+step "done"
