@@ -19,6 +19,10 @@ step "example exporters (guest-examples/build.sh)"
 guest-examples/build.sh
 step "the NeMo Lens oracle (tests/all/parity/venv.sh)"
 tests/all/parity/venv.sh
+# One compilation cache for everything the tests start (the tests' own installs, `lens`
+# commands, exporters built from the process environment, the Python package): each guest
+# compiles once per clean checkout, not once per kind of caller.
+export LENS_WASM_CACHE_DIR="${LENS_WASM_CACHE_DIR:-$PWD/target/lens-test-wasm-cache}"
 step "Rust: cargo test"
 cargo test
 step "Python package (python/test.sh)"

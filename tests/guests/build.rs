@@ -13,12 +13,16 @@ fn main() {
         "cargo:rerun-if-changed={}",
         here.join("../../wit").display()
     );
-    let built = build_guests(
-        &here.join("programs"),
-        &GUESTS,
-        &out.join("guest-target"),
-        &GUESTS,
-    );
+    // One target directory for every run of this script (a `cargo clippy`, a `cargo test`, a
+    // build with other features each run it in an `OUT_DIR` of their own): the guests are
+    // compiled once, and later runs find them up to date. `OUT_DIR` is
+    // `<target>/<profile>/build/<package>-<hash>/out`.
+    let shared = out
+        .ancestors()
+        .nth(3)
+        .expect("OUT_DIR is under the profile's directory")
+        .join("test-guest-components");
+    let built = build_guests(&here.join("programs"), &GUESTS, &shared, &GUESTS);
     for (guest, wasm) in GUESTS.iter().zip(built) {
         println!(
             "cargo:rustc-env=LENS_GUEST_{}={}",

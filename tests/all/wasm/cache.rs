@@ -193,7 +193,7 @@ fn the_cache_is_pruned_to_its_size_limit_oldest_first() {
 }
 
 #[test]
-fn threads_storing_the_same_artefact_at_once_all_get_a_working_component() {
+fn threads_loading_the_same_new_file_at_once_compile_it_once() {
     let (_dir, cache, wasm) = recorder_in_fresh_cache();
     let engine = engine(false).unwrap();
     std::thread::scope(|s| {
@@ -210,6 +210,8 @@ fn threads_storing_the_same_artefact_at_once_all_get_a_working_component() {
             .collect();
         assert!(shas.windows(2).all(|w| w[0] == w[1]), "{shas:?}");
     });
+    // One compiled; the three others waited for it and mapped its artefact.
+    assert_eq!((cache.stats().misses, cache.stats().hits), (1, 3));
     let cache_dir = cache.stats().directory;
     let artefacts = files(&cache_dir, "cwasm");
     assert_eq!(artefacts.len(), 1, "{artefacts:?}");

@@ -25,12 +25,13 @@
 //! therefore belong to the user running the ranks. It is pruned to `max_mb`
 //! (`LENS_WASM_CACHE_MAX_MB`, default 2048) after each new artefact, least recently used first.
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
@@ -49,6 +50,9 @@ pub struct ArtifactCache {
     misses: AtomicUsize,
     /// Why the directory is not used, once checked (`None`: it is).
     distrust: OnceLock<Option<String>>,
+    /// Compiles in progress, by artefact: a thread loading bytes another thread is compiling
+    /// waits for it and maps its artefact, so that one process compiles the same bytes once.
+    in_flight: Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
 }
 
 /// Hits and misses of the compilation cache so far, and where it lives.
@@ -184,6 +188,7 @@ impl ArtifactCache {
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
             distrust: OnceLock::new(),
+            in_flight: Mutex::default(),
         }
     }
 
@@ -292,9 +297,44 @@ impl ArtifactCache {
         }
     }
 
+    /// The component of `wasm`: compiled here, or, when another thread of this process was
+    /// compiling the same bytes, mapped from the artefact it stored.
+    pub(crate) fn get_or_compile(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        sha256: &str,
+        path: &Path,
+        meta: &fs::Metadata,
+    ) -> wasmtime::Result<Component> {
+        let key = self.artifact(sha256, engine);
+        let slot = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let compiled = {
+            let _turn = slot.lock().unwrap_or_else(|p| p.into_inner());
+            match self.get(sha256, engine) {
+                Some(component) => {
+                    let _ = self.remember(path, meta, sha256);
+                    Ok(component)
+                }
+                None => self.compile(engine, wasm, sha256, path, meta),
+            }
+        };
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+        compiled
+    }
+
     /// Compiles `wasm` once, stores the artefact and the file's index entry, and returns the
     /// component. A cache that cannot be written only costs the next start its compile.
-    pub(crate) fn compile(
+    fn compile(
         &self,
         engine: &Engine,
         wasm: &[u8],

@@ -181,16 +181,10 @@ fn compile(
     check_pin(&sha256, checks.sha256_pin)?;
     let invalid = |e: wasmtime::Error| LoadError::Invalid { source: e.into() };
     let component = match cache {
-        Some(c) => match c.get(&sha256, engine) {
-            Some(component) => {
-                // Same content under a new path or timestamp: remember it.
-                let _ = c.remember(path, meta, &sha256);
-                component
-            }
-            None => c
-                .compile(engine, &bytes, &sha256, path, meta)
-                .map_err(invalid)?,
-        },
+        // Known content under a new path or timestamp is remembered; new content compiled.
+        Some(c) => c
+            .get_or_compile(engine, &bytes, &sha256, path, meta)
+            .map_err(invalid)?,
         None => Component::new(engine, &bytes).map_err(invalid)?,
     };
     Ok((component, sha256))
