@@ -269,3 +269,43 @@ fn an_artefact_others_may_write_is_compiled_again() {
     load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
     assert_eq!(cache.stats().hits, 1);
 }
+
+/// Ranks of a node starting at once with a cold cache: the first compiles under the entry's
+/// lock, the others wait and map its artefact (`lens check --quick` says which it did).
+#[test]
+fn processes_loading_the_same_new_file_at_once_compile_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("exporter.wasm");
+    std::fs::copy(lens_test_guests::RECORDER, &wasm).unwrap();
+    let cache = dir.path().join("cache");
+    let children: Vec<_> = (0..4)
+        .map(|i| {
+            let out = dir.path().join(format!("out-{i}"));
+            std::fs::create_dir(&out).unwrap();
+            crate::lens()
+                .args(["check", "--quick"])
+                .arg(&wasm)
+                .arg("--preopen")
+                .arg(format!("{}:/out:rw", out.display()))
+                .args(["--setting", "out=/out/batches.jsonl"])
+                .env("LENS_WASM_CACHE_DIR", &cache)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<String> = children
+        .into_iter()
+        .map(|c| String::from_utf8(c.wait_with_output().unwrap().stdout).unwrap())
+        .collect();
+    let compiled = outputs
+        .iter()
+        .filter(|o| o.contains(" ms\n  cached load"))
+        .count();
+    let waited = outputs
+        .iter()
+        .filter(|o| o.contains("cold compile  skipped"))
+        .count();
+    assert_eq!((compiled, waited), (1, 3), "{outputs:#?}");
+    assert_eq!(files(&cache, "cwasm").len(), 1);
+}

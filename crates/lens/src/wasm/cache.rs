@@ -297,8 +297,10 @@ impl ArtifactCache {
         }
     }
 
-    /// The component of `wasm`: compiled here, or, when another thread of this process was
-    /// compiling the same bytes, mapped from the artefact it stored.
+    /// The component of `wasm`: compiled here, or, when another thread or process was
+    /// compiling the same bytes for the same engine, mapped from the artefact it stored. The
+    /// first compiles under a lock on the entry (`flock` on `<artefact>.lock`, which the
+    /// kernel releases when its holder exits, dead or alive); the others wait for it.
     pub(crate) fn get_or_compile(
         &self,
         engine: &Engine,
@@ -317,6 +319,7 @@ impl ArtifactCache {
             .clone();
         let compiled = {
             let _turn = slot.lock().unwrap_or_else(|p| p.into_inner());
+            let _entry = self.lock_entry(&key);
             match self.get(sha256, engine) {
                 Some(component) => {
                     let _ = self.remember(path, meta, sha256);
@@ -330,6 +333,34 @@ impl ArtifactCache {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&key);
         compiled
+    }
+
+    /// Holds the lock of the artefact at `artifact` across processes until dropped; `None`
+    /// where the cache is not used or the lock cannot be taken (then this process compiles
+    /// without waiting: a lost lock costs a duplicate compile, never a wrong artefact, as
+    /// artefacts are written through a rename).
+    fn lock_entry(&self, artifact: &Path) -> Option<File> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        if !self.trusted() {
+            return None;
+        }
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .ok()?;
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(artifact.with_extension("cwasm.lock"))
+            .ok()?;
+        // SAFETY: `flock` on a descriptor this function owns; no memory is involved.
+        let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0;
+        locked.then_some(file)
     }
 
     /// Compiles `wasm` once, stores the artefact and the file's index entry, and returns the
