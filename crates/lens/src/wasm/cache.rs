@@ -120,6 +120,16 @@ fn engine_hash(engine: &Engine) -> u64 {
 /// The temporary name is unique per write (process, a per-process random value for ranks on
 /// other hosts sharing the directory, a counter for threads), so no two writers share one; it
 /// is removed if the write fails.
+/// Creates `dir` and its missing parents readable and writable by this user only (the cache
+/// holds native code).
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     static WRITES: AtomicUsize = AtomicUsize::new(0);
     static NONCE: OnceLock<u64> = OnceLock::new();
@@ -299,7 +309,7 @@ impl ArtifactCache {
 
     /// The component of `wasm`: compiled here, or, when another thread or process was
     /// compiling the same bytes for the same engine, mapped from the artefact it stored. The
-    /// first compiles under a lock on the entry (`flock` on `<artefact>.lock`, which the
+    /// first compiles under a lock on the entry (`flock` on `<artefact>.cwasm.lock`, which the
     /// kernel releases when its holder exits, dead or alive); the others wait for it.
     pub(crate) fn get_or_compile(
         &self,
@@ -341,15 +351,11 @@ impl ArtifactCache {
     /// artefacts are written through a rename).
     fn lock_entry(&self, artifact: &Path) -> Option<File> {
         use std::os::fd::AsRawFd;
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        use std::os::unix::fs::OpenOptionsExt;
         if !self.trusted() {
             return None;
         }
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .ok()?;
+        private_dir(&self.dir).ok()?;
         let file = File::options()
             .read(true)
             .write(true)
@@ -394,14 +400,10 @@ impl ArtifactCache {
         path: &Path,
         meta: &fs::Metadata,
     ) -> std::io::Result<()> {
-        use std::os::unix::fs::DirBuilderExt;
         if !self.trusted() {
             return Ok(()); // said once already; nothing is written there
         }
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(self.dir.join("index"))?;
+        private_dir(&self.dir.join("index"))?;
         let artifact = self.artifact(sha256, engine);
         write_atomically(&artifact, compiled)?;
         self.remember(path, meta, sha256)?;
