@@ -110,6 +110,12 @@ pub fn run(args: CheckArgs) -> ExitCode {
         .map(|s| s.interface.as_str())
         .collect();
     println!("  exports       {} (valid)", interfaces.join(", "));
+    let st = &report.structure;
+    println!(
+        "  structure     nesting {}, {} components and modules, {} instances, {} types, {} \
+         functions, {} imports/exports/aliases",
+        st.nesting, st.units, st.instances, st.types, st.functions, st.names
+    );
     match report.cold_compile {
         Some(t) => println!("  cold compile  {:.1} ms", t.as_secs_f64() * 1e3),
         None => println!("  cold compile  skipped (--quick: the cache holds it)"),

@@ -9,6 +9,7 @@
 
 mod builtin;
 mod check;
+mod compile;
 mod config_cmd;
 mod demo;
 
@@ -48,9 +49,18 @@ enum Command {
         after_help = "Examples:\n  lens check exporter.wasm\n  lens check exporter.wasm --preopen ./out:/out:rw --setting path=/out/spans.jsonl\n\nExit codes: 0 all checks pass, 1 some fail, 2 the file does not load."
     )]
     Check(check::CheckArgs),
+    /// Compile a .wasm exporter, or every wasm exporter of a config, into the compilation
+    /// cache, so that ranks starting afterwards load it instead of compiling it.
+    #[command(
+        after_help = "Examples:\n  lens compile exporter.wasm\n  lens compile lens.toml\n\nExit codes: 0 every component is in the cache, 2 one does not load (the error names it)."
+    )]
+    Compile(compile::CompileArgs),
     /// Validate or show configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// (internal) Compiles one component for a bounded worker (`lens::wasm::compiler`).
+    #[command(hide = true, name = "compile-worker")]
+    CompileWorker,
     /// (internal) One rank of `lens demo`.
     #[command(hide = true)]
     DemoRank(demo::RankArgs),
@@ -80,7 +90,23 @@ fn main() -> ExitCode {
         .format_timestamp_millis()
         .init();
     let cli = Cli::parse();
+    if matches!(
+        cli.command,
+        Command::Check(_) | Command::Config(_) | Command::Compile(_)
+    ) {
+        // Their output piped into `head` ends them quietly, as any command-line tool, rather
+        // than with a panic on the closed stdout. (Ranks keep Rust's default: they write to
+        // sockets, where a broken pipe is an error to handle, not a signal.)
+        // SAFETY: restoring a signal's default disposition has no preconditions.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
+    // Compiles of wasm exporters run in a child of this binary, bounded in memory and time.
+    if let Ok(exe) = std::env::current_exe() {
+        lens::wasm::compiler::use_worker(exe, ["compile-worker"]);
+    }
     match cli.command {
+        Command::Compile(args) => compile::run(args),
+        Command::CompileWorker => ExitCode::from(lens::wasm::compiler::serve_worker()),
         Command::Demo(args) => demo::run(args),
         Command::Check(args) => check::run(args),
         Command::DemoRank(args) => demo::run_rank(args),

@@ -12,7 +12,7 @@ mod convert;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use lens::LensConfig;
 use lens::config::{ExporterSpec, WasmExporterSpec};
@@ -181,20 +181,25 @@ impl WasmExporterCore {
             Ok(b) => b,
             Err(e) => {
                 let n = spans.len().unwrap_or(0) as u64;
-                self.stats.record_direct_export(n, false, started.elapsed());
+                let export = self.stats.begin_direct_export(n);
+                self.stats
+                    .end_direct_export(export, false, started.elapsed());
                 return Some(format!(
                     "wasm exporter `{}`: reading the spans: {e}",
                     self.name
                 ));
             }
         };
-        let n = batch.spans.len() as u64;
+        // Counted from here: after the shutdown, or still running when it ends, the spans are
+        // dropped at shutdown.
+        let export = self.stats.begin_direct_export(batch.spans.len() as u64);
         if self.shut_down.load(Ordering::Acquire) {
-            self.stats.record_direct_after_shutdown(n);
+            self.stats.abandon_direct_export(export);
             return Some(format!("wasm exporter `{}`: already shut down", self.name));
         }
         if let Err(e) = self.follow_resource(py, batch.resource) {
-            self.stats.record_direct_export(n, false, started.elapsed());
+            self.stats
+                .end_direct_export(export, false, started.elapsed());
             return Some(format!(
                 "wasm exporter `{}`: reading the resource: {e}",
                 self.name
@@ -206,35 +211,36 @@ impl WasmExporterCore {
             futures_executor::block_on(exporter.export(spans))
         });
         self.stats
-            .record_direct_export(n, outcome.is_ok(), started.elapsed());
+            .end_direct_export(export, outcome.is_ok(), started.elapsed());
         outcome.err().map(|e| e.to_string())
     }
 
-    /// Asks the guest to flush; `None` on success, else why not.
-    fn force_flush(&self, py: Python<'_>) -> Option<String> {
+    /// Asks the guest to flush within `timeout_millis`; `None` on success, else why not.
+    fn force_flush(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
         py.detach(|| {
             self.exporter
                 .read()
                 .unwrap_or_else(|p| p.into_inner())
-                .force_flush()
+                .force_flush_within(Duration::from_millis(timeout_millis))
         })
         .err()
         .map(|e| e.to_string())
     }
 
-    /// Shuts the guest down (idempotent); `None` on success, else why not.
-    fn shutdown(&self, py: Python<'_>) -> Option<String> {
+    /// Shuts the guest down within `timeout_millis` (idempotent); `None` on success, else why
+    /// not.
+    fn shutdown(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
         if self.shut_down.swap(true, Ordering::AcqRel) {
             return None;
         }
-        py.detach(|| {
+        let result = py.detach(|| {
             self.exporter
                 .read()
                 .unwrap_or_else(|p| p.into_inner())
-                .shutdown()
-        })
-        .err()
-        .map(|e| e.to_string())
+                .shutdown_with_timeout(Duration::from_millis(timeout_millis))
+        });
+        self.stats.close_direct();
+        result.err().map(|e| e.to_string())
     }
 
     /// The exporter's counters as JSON (the Python half returns them as a dict).
@@ -247,6 +253,9 @@ impl WasmExporterCore {
             "dropped": s.dropped(),
             "dropped_export_failed": s.dropped_export_failed,
             "dropped_shutdown": s.dropped_shutdown,
+            "dropped_rejected": s.dropped_rejected,
+            "retries": s.retries,
+            "retries_exhausted": s.retries_exhausted,
             "batches_exported": s.batches_exported,
             "batches_failed": s.batches_failed,
             "guest_errors": s.guest_errors,
@@ -268,6 +277,31 @@ fn read_spans(spans: &Bound<'_, PyAny>) -> PyResult<usize> {
     Ok(convert::batch(spans)?.spans.len())
 }
 
+/// The compile worker's side (`lens::wasm::compiler`): what the child this module starts for
+/// each compile runs; its exit code.
+#[pyfunction]
+fn _compile_worker(py: Python<'_>) -> u8 {
+    // Without the GIL: wasmtime compiles on several threads, and a thread that logs goes
+    // through Python's `logging` (pyo3-log), which takes it.
+    py.detach(lens::wasm::compiler::serve_worker)
+}
+
+/// Compiles run in a child Python (this interpreter, running [`_compile_worker`]), bounded in
+/// memory and time, rather than in the rank's process.
+fn use_compile_worker(py: Python<'_>) -> PyResult<()> {
+    let executable: String = py.import("sys")?.getattr("executable")?.extract()?;
+    if !executable.is_empty() {
+        lens::wasm::compiler::use_worker(
+            executable,
+            [
+                "-c",
+                "import sys; from lens import _lens; sys.exit(_lens._compile_worker())",
+            ],
+        );
+    }
+    Ok(())
+}
+
 #[pymodule]
 fn _lens(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The host's messages (faults, backoff, the guest's stderr) go to Python's `logging`, under
@@ -275,6 +309,8 @@ fn _lens(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let _ = pyo3_log::try_init();
     m.add_class::<WasmExporterCore>()?;
     m.add_function(wrap_pyfunction!(read_spans, m)?)?;
+    m.add_function(wrap_pyfunction!(_compile_worker, m)?)?;
+    use_compile_worker(m.py())?;
     m.add("ExporterLoadError", m.py().get_type::<ExporterLoadError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

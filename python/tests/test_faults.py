@@ -5,6 +5,7 @@ the Python process keeps running, and every span is counted once."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import lens
@@ -92,3 +93,45 @@ def test_spans_that_cannot_be_read_fail_the_batch_without_raising(guests):
     assert exporter.export([object()]) is SpanExportResult.FAILURE
     stats = exporter.stats()
     assert stats["received"] == 1 and stats["dropped_export_failed"] == 1, stats
+
+
+def test_a_retry_storm_is_bounded_by_the_export_budget_and_flush_by_its_timeout(guests, tmp_path):
+    """A guest answering `retryable` with a delay of 0 for ever: `export()` ends within
+    `export_timeout_ms` (the host's backoff, not the guest's hint, paces the attempts), a
+    `force_flush` during it returns at its own timeout, and the counts add up."""
+    exporter = lens.WasmSpanExporter(
+        guests["recorder"],
+        settings={
+            "out": "/out/batches.jsonl",
+            "encoding": "typed",
+            "retryable": "1000000",
+            "retry_delay_ms": "0",
+        },
+        preopens=[{"host": str(tmp_path), "guest": "/out", "read_only": False}],
+        export_timeout_ms=1000,
+        name="storm",
+    )
+    provider = TracerProvider()
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    with provider.get_tracer("t").start_as_current_span("s"):
+        pass
+    spans = memory.get_finished_spans()
+    started = time.monotonic()
+    assert exporter.export(spans) == SpanExportResult.FAILURE
+    assert time.monotonic() - started < 5
+    stats = exporter.stats()
+    assert 1 <= stats["retries"] <= 4, stats
+    assert (stats["received"], stats["exported"], stats["dropped"]) == (1, 0, 1), stats
+    # A flush while another export retries: it gives up at its timeout.
+    busy = threading.Thread(target=exporter.export, args=(spans,))
+    busy.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    assert exporter.force_flush(timeout_millis=200) is False
+    assert time.monotonic() - started < 2
+    exporter.shutdown(timeout_millis=5000)
+    busy.join(timeout=5)
+    assert not busy.is_alive()
+    stats = exporter.stats()
+    assert stats["received"] == stats["exported"] + stats["dropped"] == 2, stats

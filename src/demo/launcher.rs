@@ -43,6 +43,7 @@ pub fn run(args: DemoArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
+    warm_cache(&args, &job);
     let started = Instant::now();
     let results = run_ranks(&args, &job, started);
     print_table(&results, &job, started.elapsed());
@@ -117,6 +118,32 @@ fn prepare(args: &DemoArgs) -> Result<Job, String> {
     })
 }
 
+/// Compiles the ranks' wasm exporters into the compilation cache once, before any rank
+/// starts: the ranks then map the artefact instead of waiting for one of them to compile it.
+/// A component that does not load is left to the ranks to report (each applies its entry's
+/// `on_setup_failure`).
+fn warm_cache(args: &DemoArgs, job: &Job) {
+    let Ok(config) = super::rank::rank_config(args.config.as_deref(), &job.out) else {
+        return; // checked by `prepare`; the ranks say it again
+    };
+    let started = Instant::now();
+    let Ok(warmed) = lens::wasm::warm_cache(&config, &lens::config::env::ProcessEnv) else {
+        return; // the cache is off: each rank compiles
+    };
+    let compiled: Vec<String> = warmed
+        .iter()
+        .filter(|w| matches!(w.outcome, Ok(false)))
+        .map(|w| w.exporters.join(", "))
+        .collect();
+    if !compiled.is_empty() {
+        println!(
+            "compiled {} into the cache in {:.1}s, before the ranks start",
+            compiled.join("; "),
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
+
 /// The command line of one rank.
 fn rank_command(args: &DemoArgs, rank: u32, job: &Job) -> Command {
     let per_node = args.ranks / args.nodes();
@@ -160,7 +187,8 @@ fn run_ranks(args: &DemoArgs, job: &Job, started: Instant) -> Vec<RankResult> {
                     .with_prefix(rank.to_string()),
             );
             let child = rank_command(args, rank, job).spawn();
-            std::thread::spawn(move || supervise(rank, child, bar, started))
+            let log = job.out.join(format!("rank-{rank}.log"));
+            std::thread::spawn(move || supervise(rank, child, bar, started, log))
         })
         .collect();
     let results = workers
@@ -174,27 +202,35 @@ fn run_ranks(args: &DemoArgs, job: &Job, started: Instant) -> Vec<RankResult> {
     results
 }
 
-/// Follows one rank's messages until it exits.
+/// Follows one rank's messages until it exits; its log goes to `log` too.
 fn supervise(
     rank: u32,
     child: std::io::Result<std::process::Child>,
     bar: ProgressBar,
     started: Instant,
+    log: PathBuf,
 ) -> RankResult {
     let mut child = match child {
         Ok(c) => c,
         Err(e) => return (rank, Err(format!("cannot start: {e}"))),
     };
     // The rank's stderr (its log) is shown above the progress bars, each line prefixed with
-    // the rank; its last error line is kept for the table if the rank dies without a summary.
+    // the rank (on a terminal: the bars hide it otherwise), and kept in the run folder's
+    // `rank-N.log`; its last error line is kept for the table if the rank dies without a
+    // summary.
     let stderr = child.stderr.take().map(|stderr| {
         let bar = bar.clone();
         std::thread::spawn(move || {
+            let mut file = std::fs::File::create(&log).ok();
             let mut last_error: Option<String> = None;
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 let line = escape(&line).into_owned();
                 if line.starts_with("error: ") || last_error.is_none() {
                     last_error = Some(line.trim_start_matches("error: ").to_string());
+                }
+                if let Some(f) = &mut file {
+                    use std::io::Write as _;
+                    let _ = writeln!(f, "{line}");
                 }
                 bar.println(format!("[rank {rank}] {line}"));
             }
@@ -289,5 +325,21 @@ fn print_table(results: &[RankResult], job: &Job, elapsed: Duration) {
         elapsed.as_secs_f64(),
         job.out.display(),
         job.trace_id
+    );
+    let logged: Vec<String> = results
+        .iter()
+        .filter_map(|(rank, _)| {
+            let text = std::fs::read_to_string(job.out.join(format!("rank-{rank}.log"))).ok()?;
+            let n = text.lines().count();
+            (n > 0).then(|| format!("{rank} ({n} line{})", if n == 1 { "" } else { "s" }))
+        })
+        .collect();
+    println!(
+        "each rank's log (host warnings, guest output) is in rank-N.log there{}",
+        if logged.is_empty() {
+            String::from(": none logged anything")
+        } else {
+            format!("; ranks that logged: {}", logged.join(", "))
+        }
     );
 }

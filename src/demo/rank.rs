@@ -1,7 +1,7 @@
 //! One rank of `lens demo`: telemetry from the launcher's environment, then a training loop of
 //! nested spans (job → step → forward_backward / optimizer, checkpoints) and metrics.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -68,12 +68,12 @@ pub fn run_rank(args: RankArgs) -> ExitCode {
 
 /// The built-in JSON-lines exporter writing `file` (under `/out`, `--out` pre-opened
 /// writable): one config entry per signal, each its own instance of the same component.
-fn builtin(args: &RankArgs, name: &str, file: &str) -> Vec<ExporterSpec> {
+fn builtin(out: &Path, name: &str, file: &str) -> Vec<ExporterSpec> {
     vec![ExporterSpec::Wasm(WasmExporterSpec {
         name: Some(name.into()),
-        path: args.out.join(JSONL_EXPORTER_FILE),
+        path: out.join(JSONL_EXPORTER_FILE),
         preopens: vec![WasmPreopen {
-            host: args.out.clone(),
+            host: out.to_path_buf(),
             guest: "/out".into(),
             read_only: false,
         }],
@@ -82,12 +82,16 @@ fn builtin(args: &RankArgs, name: &str, file: &str) -> Vec<ExporterSpec> {
     })]
 }
 
-/// The telemetry of a rank: `--config`, or the default job's (the built-in JSON-lines exporter
-/// writing the rank's spans, metrics and log records into `rank-N.jsonl`,
-/// `rank-N.metrics.jsonl` and `rank-N.logs.jsonl` in `--out`).
-fn install(args: &RankArgs) -> Result<TelemetryHandle, lens::LensError> {
-    if let Some(file) = &args.config {
-        return Telemetry::builder(LensConfig::load(Some(file))?).install();
+/// The configuration of a rank: `config`, or the default job's (the built-in JSON-lines
+/// exporter writing the rank's spans, metrics and log records into `rank-N.jsonl`,
+/// `rank-N.metrics.jsonl` and `rank-N.logs.jsonl` in `out`). The launcher reads it too, to
+/// compile its exporters before the ranks start.
+pub(super) fn rank_config(
+    config: Option<&Path>,
+    out: &Path,
+) -> Result<LensConfig, lens::LensError> {
+    if let Some(file) = config {
+        return LensConfig::load(Some(file));
     }
     // The demo's own choices, set explicitly (the library's defaults are NeMo Lens's: disabled,
     // one exporting rank); the environment still overrides them.
@@ -100,10 +104,15 @@ fn install(args: &RankArgs) -> Result<TelemetryHandle, lens::LensError> {
         ..LensConfig::default()
     };
     config.apply_env(&lens::config::env::ProcessEnv)?;
-    config.traces.exporters = builtin(args, "jsonl", "rank-{dl.rank}.jsonl");
-    config.metrics.exporters = builtin(args, "jsonl-metrics", "rank-{dl.rank}.metrics.jsonl");
-    config.logs.exporters = builtin(args, "jsonl-logs", "rank-{dl.rank}.logs.jsonl");
-    Telemetry::builder(config).install()
+    config.traces.exporters = builtin(out, "jsonl", "rank-{dl.rank}.jsonl");
+    config.metrics.exporters = builtin(out, "jsonl-metrics", "rank-{dl.rank}.metrics.jsonl");
+    config.logs.exporters = builtin(out, "jsonl-logs", "rank-{dl.rank}.logs.jsonl");
+    Ok(config)
+}
+
+/// The telemetry of a rank.
+fn install(args: &RankArgs) -> Result<TelemetryHandle, lens::LensError> {
+    Telemetry::builder(rank_config(args.config.as_deref(), &args.out)?).install()
 }
 
 /// The demo's instruments.

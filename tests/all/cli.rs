@@ -33,13 +33,17 @@ fn summary(out: &Path) -> Vec<serde_json::Value> {
 }
 
 /// Runs `lens demo` on a config file with `text`; returns its output and the rank summaries.
-/// Callers check the exit status.
+/// Callers check the exit status; the run folder lives as long as the returned directory.
 fn demo_with_config(
     text: &str,
     ranks: &str,
     nodes: &str,
     steps: &str,
-) -> (std::process::Output, Vec<serde_json::Value>) {
+) -> (
+    std::process::Output,
+    Vec<serde_json::Value>,
+    tempfile::TempDir,
+) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("lens.toml");
     // The library's defaults are NeMo Lens's (disabled, one exporting rank): the demo's configs
@@ -67,7 +71,7 @@ fn demo_with_config(
     ];
     let result = demo(&dir.path().join("o"), &args).output().unwrap();
     let ranks = summary(&dir.path().join("o"));
-    (result, ranks)
+    (result, ranks, dir)
 }
 
 #[test]
@@ -101,7 +105,10 @@ fn demo_with_defaults_writes_one_json_line_per_exported_span() {
         "{stdout}"
     );
     // One job is one trace: the launcher hands its trace to every rank (TRACEPARENT).
-    let trace = stdout.rsplit("; trace ").next().unwrap().trim().to_string();
+    let trace = stdout
+        .lines()
+        .find_map(|l| l.split_once("; trace ").map(|(_, t)| t.trim().to_string()))
+        .unwrap();
     assert_eq!(trace.len(), 32, "{stdout}");
     let ranks = summary(out.path());
     assert_eq!(ranks.len(), 4);
@@ -170,7 +177,7 @@ fn demo_refuses_a_config_that_leaves_telemetry_disabled() {
 
 #[test]
 fn demo_with_a_strategy_config_exports_only_from_the_chosen_rank() {
-    let (result, ranks) = demo_with_config(
+    let (result, ranks, _dir) = demo_with_config(
         "exporter = \"none\"\nexport_strategy = \"single_rank\"\nexport_rank = -1\nmetrics_enabled = false\n",
         "4",
         "1",
@@ -193,7 +200,7 @@ fn demo_with_a_strategy_config_exports_only_from_the_chosen_rank() {
 #[test]
 fn demo_with_the_sampler_reports_dropped_ranks() {
     // At rate 0.1 ranks 3, 5 and 6 of 0..8 are kept (md5 rule).
-    let (result, ranks) = demo_with_config(
+    let (result, ranks, _dir) = demo_with_config(
         "exporter = \"none\"\nsampler_enabled = true\nexport_sample_rate = 0.1\nmetrics_enabled = false\n",
         "8",
         "2",
@@ -253,7 +260,7 @@ fn demo_with_a_guest_that_traps_every_few_batches_completes_and_reports_it() {
          [[traces.exporters]]\nkind = \"wasm\"\nname = \"flaky\"\npath = \"{}\"\nsettings = {{ mode = \"trap-every\", every = \"3\" }}\n",
         lens_test_guests::HOSTILE
     );
-    let (result, ranks) = demo_with_config(&text, "2", "1", "40");
+    let (result, ranks, _dir) = demo_with_config(&text, "2", "1", "40");
     let stdout = String::from_utf8_lossy(&result.stdout);
     // The run completes; the failing exporter makes it "finished with failures" (exit 1).
     assert_eq!(result.status.code(), Some(1), "{stdout}");
@@ -269,6 +276,24 @@ fn demo_with_a_guest_that_traps_every_few_batches_completes_and_reports_it() {
         assert!(r["restarts"].as_u64().unwrap() >= 1, "{r}");
     }
     assert!(stdout.contains("restarts"), "{stdout}");
+    // Output is not a terminal here: each rank's warnings (the trap, with the guest's panic
+    // message) are in its log in the run folder, and the summary says which ranks logged.
+    let run_dir = stdout
+        .lines()
+        .find_map(|l| {
+            l.split_once("output in ")?
+                .1
+                .split_once(';')
+                .map(|(d, _)| d)
+        })
+        .unwrap();
+    for rank in 0..2 {
+        let log = std::fs::read_to_string(Path::new(run_dir).join(format!("rank-{rank}.log")))
+            .unwrap_or_else(|e| panic!("rank-{rank}.log: {e}\n{stdout}"));
+        assert!(log.contains("trapped") || log.contains("trap"), "{log}");
+        assert!(log.contains("flaky"), "{log}");
+    }
+    assert!(stdout.contains("ranks that logged: 0 ("), "{stdout}");
 }
 
 #[test]
@@ -412,7 +437,7 @@ fn demo_with_the_default_exporter_writes_nothing_on_non_exporting_ranks() {
 #[test]
 fn a_rank_failing_setup_shows_the_reason_in_the_table() {
     let text = "[[traces.exporters]]\nkind = \"wasm\"\npath = \"missing-exporter.wasm\"\n";
-    let (result, ranks) = demo_with_config(text, "2", "1", "5");
+    let (result, ranks, _dir) = demo_with_config(text, "2", "1", "5");
     assert_eq!(result.status.code(), Some(1));
     assert!(ranks.is_empty(), "no rank got as far as a summary");
     let stdout = String::from_utf8_lossy(&result.stdout);
@@ -435,7 +460,7 @@ fn an_exporter_disabled_at_setup_is_named_in_the_table_and_the_rank_trains() {
         "exporter = \"none\"\n[[traces.exporters]]\nkind = \"wasm\"\nname = \"picky\"\npath = \"{}\"\nsettings = {{ mode = \"refuse-init\" }}\n",
         lens_test_guests::HOSTILE
     );
-    let (result, ranks) = demo_with_config(&text, "1", "1", "5");
+    let (result, ranks, _dir) = demo_with_config(&text, "1", "1", "5");
     let stdout = String::from_utf8_lossy(&result.stdout);
     assert_eq!(result.status.code(), Some(0), "{stdout}");
     assert_eq!(ranks.len(), 1);

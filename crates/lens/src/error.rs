@@ -194,6 +194,24 @@ pub enum LoadError {
     /// A version/layer field this host does not know.
     #[error("unsupported WebAssembly version/layer {0:02x?}")]
     UnsupportedLayer([u8; 4]),
+    /// The component's structure exceeds a limit checked before compiling it
+    /// ([`crate::wasm::StructureLimits`]).
+    #[error("its structure exceeds a limit of the host: {what} {found}, the limit is {limit}")]
+    Structure {
+        /// What was counted, e.g. `nesting depth of components and modules`.
+        what: &'static str,
+        /// How many the file has (counting stops at the first over the limit).
+        found: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// Its compile ran past a bound ([`crate::wasm::compiler`]).
+    #[error("{source}")]
+    Compile {
+        /// Which bound, or why the worker failed.
+        #[source]
+        source: crate::wasm::compiler::CompileError,
+    },
     /// wasmtime rejected the component (validation or compilation).
     #[error("invalid component: {}", chain(source.as_ref()))]
     Invalid {
@@ -410,6 +428,17 @@ impl<'de> serde::Deserialize<'de> for FaultKind {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let label = String::deserialize(d)?;
         Ok(label.parse().unwrap_or_else(|never| match never {}))
+    }
+}
+
+impl From<crate::wasm::compiler::CompileError> for LoadError {
+    fn from(e: crate::wasm::compiler::CompileError) -> Self {
+        match e {
+            crate::wasm::compiler::CompileError::Refused(message) => LoadError::Invalid {
+                source: message.into(),
+            },
+            other => LoadError::Compile { source: other },
+        }
     }
 }
 

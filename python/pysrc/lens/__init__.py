@@ -41,6 +41,12 @@ class WasmSpanExporter(SpanExporter):
     - ``allowed_hosts``: ``["ingest.example.com:443"]`` for outgoing HTTP;
     - ``sha256``: the file's expected digest (hex);
     - ``memory_limit_mib``, ``call_timeout_ms``, ``fuel_per_call``: the sandbox's bounds;
+    - ``init_timeout_ms``: the deadline of the guest's ``init`` (default 5000);
+    - ``compile_memory_mib``, ``compile_timeout_ms``: the bounds of compiling the component
+      (default 2048 MiB, 300000 ms), which happens in a child of this interpreter;
+    - ``export_timeout_ms``: one export's budget, the guest's retries included (default 30000,
+      the batch's ``export_timeout_ms``); a guest's retry hint never shortens the host's
+      backoff;
     - ``max_concurrent_exports``: instances run side by side (the SDK's processor calls one
       batch at a time; more help when several processors share the exporter);
     - ``forward_stdio``: the guest's stdout/stderr to this process's;
@@ -63,6 +69,10 @@ class WasmSpanExporter(SpanExporter):
         memory_limit_mib: int | None = None,
         call_timeout_ms: int | None = None,
         fuel_per_call: int | None = None,
+        init_timeout_ms: int | None = None,
+        compile_memory_mib: int | None = None,
+        compile_timeout_ms: int | None = None,
+        export_timeout_ms: int | None = None,
         max_concurrent_exports: int = 1,
         forward_stdio: bool = False,
         name: str | None = None,
@@ -77,11 +87,16 @@ class WasmSpanExporter(SpanExporter):
             ("memory_limit_mib", memory_limit_mib),
             ("call_timeout_ms", call_timeout_ms),
             ("fuel_per_call", fuel_per_call),
+            ("init_timeout_ms", init_timeout_ms),
+            ("compile_memory_mib", compile_memory_mib),
+            ("compile_timeout_ms", compile_timeout_ms),
             ("name", name),
         ):
             if value is not None:
                 spec[key] = value
         spec["batch"] = {"max_concurrent_exports": max_concurrent_exports}
+        if export_timeout_ms is not None:
+            spec["batch"]["export_timeout_ms"] = export_timeout_ms
         self._core = WasmExporterCore(json.dumps(spec))
 
     @classmethod
@@ -112,17 +127,20 @@ class WasmSpanExporter(SpanExporter):
         return SpanExportResult.FAILURE
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Asks the guest to flush what it buffers (the call deadline bounds it)."""
-        return self._core.force_flush() is None
+        """Asks the guest to flush what it buffers; ``False`` when that did not happen within
+        ``timeout_millis`` (an export in progress, retries included, holds its instance)."""
+        return self._core.force_flush(int(timeout_millis)) is None
 
-    def shutdown(self) -> None:
-        """Shuts the guest down; later exports fail and count as dropped. Idempotent."""
-        self._core.shutdown()
+    def shutdown(self, timeout_millis: int = 30000) -> None:
+        """Shuts the guest down within ``timeout_millis`` (an export waiting to retry gives
+        up); later exports fail and count as dropped. Idempotent."""
+        self._core.shutdown(int(timeout_millis))
 
     def stats(self) -> dict[str, Any]:
-        """Counters: spans received, exported and dropped (failed exports, after shutdown),
-        batches, guest errors, traps by kind, restarts, export latency p50/p99 in ms and the
-        peak memory of an instance."""
+        """Counters: spans received, exported and dropped (failed exports, after shutdown,
+        rejected by the guest), batches, retries and batches given up after them, guest errors,
+        traps by kind, restarts, export latency p50/p99 in ms and the peak memory of an
+        instance."""
         return json.loads(self._core.stats_json())
 
     def __repr__(self) -> str:

@@ -270,6 +270,21 @@ fn an_artefact_others_may_write_is_compiled_again() {
     assert_eq!(cache.stats().hits, 1);
 }
 
+/// `lens check --quick` of the recorder at `wasm`, writing to `out`, through the cache at `cache`.
+fn check_recorder(wasm: &Path, out: &Path, cache: &Path) -> std::process::Command {
+    std::fs::create_dir_all(out).unwrap();
+    let mut command = crate::lens();
+    command
+        .args(["check", "--quick"])
+        .arg(wasm)
+        .arg("--preopen")
+        .arg(format!("{}:/out:rw", out.display()))
+        .args(["--setting", "out=/out/batches.jsonl"])
+        .env("LENS_WASM_CACHE_DIR", cache)
+        .env_remove("RUST_LOG");
+    command
+}
+
 /// Ranks of a node starting at once with a cold cache: the first compiles under the entry's
 /// lock, the others wait and map its artefact (`lens check --quick` says which it did).
 #[test]
@@ -280,15 +295,7 @@ fn processes_loading_the_same_new_file_at_once_compile_it_once() {
     let cache = dir.path().join("cache");
     let children: Vec<_> = (0..4)
         .map(|i| {
-            let out = dir.path().join(format!("out-{i}"));
-            std::fs::create_dir(&out).unwrap();
-            crate::lens()
-                .args(["check", "--quick"])
-                .arg(&wasm)
-                .arg("--preopen")
-                .arg(format!("{}:/out:rw", out.display()))
-                .args(["--setting", "out=/out/batches.jsonl"])
-                .env("LENS_WASM_CACHE_DIR", &cache)
+            check_recorder(&wasm, &dir.path().join(format!("out-{i}")), &cache)
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
@@ -308,4 +315,74 @@ fn processes_loading_the_same_new_file_at_once_compile_it_once() {
         .count();
     assert_eq!((compiled, waited), (1, 3), "{outputs:#?}");
     assert_eq!(files(&cache, "cwasm").len(), 1);
+}
+
+/// Flips `n` bytes in the middle of `path` (the code section of an artefact), keeping its size.
+fn tamper(path: &Path, n: usize) -> Vec<u8> {
+    let original = std::fs::read(path).unwrap();
+    let mut bytes = original.clone();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + n] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(path, &bytes).unwrap();
+    original
+}
+
+#[test]
+fn a_tampered_artefact_is_never_mapped_and_is_replaced() {
+    let (_dir, cache, wasm) = recorder_in_fresh_cache();
+    let engine = engine(false).unwrap();
+    load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
+    let artefact = files(&cache.stats().directory, "cwasm").pop().unwrap();
+    for n in [1, 16, 4096] {
+        let original = tamper(&artefact, n);
+        let misses = cache.stats().misses;
+        load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
+        // Not mapped (no hit): compiled again, and the artefact rewritten as it was.
+        assert_eq!(cache.stats().misses, misses + 1, "{n} bytes");
+        assert!(std::fs::read(&artefact).unwrap() == original, "{n} bytes");
+        let hits = cache.stats().hits;
+        load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
+        assert_eq!(cache.stats().hits, hits + 1);
+    }
+    // An artefact without its record (written by an older Lens, or the record removed) is
+    // compiled again too, and recorded.
+    let index = cache.stats().directory.join("index");
+    for record in files(&index, "integrity") {
+        std::fs::remove_file(record).unwrap();
+    }
+    let misses = cache.stats().misses;
+    load(&wasm, LoadChecks::default(), engine, Some(&cache)).unwrap();
+    assert_eq!(cache.stats().misses, misses + 1);
+    assert_eq!(files(&index, "integrity").len(), 1);
+}
+
+/// The audit's case: a same-size flip in an artefact made `lens check` die with SIGSEGV. Now the
+/// command passes, says once which file was altered, and the next run maps the new artefact.
+#[test]
+fn lens_check_reports_a_tampered_artefact_once_and_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let wasm = Path::new(lens_test_guests::RECORDER);
+    let check = || {
+        check_recorder(wasm, &dir.path().join("out"), &cache)
+            .output()
+            .unwrap()
+    };
+    let first = check();
+    assert!(first.status.success(), "{first:?}");
+    let artefact = files(&cache, "cwasm").pop().unwrap();
+    tamper(&artefact, 16);
+    let out = check();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let warning = format!("{} was altered after it was written", artefact.display());
+    assert_eq!(stderr.matches(&warning).count(), 1, "{stderr}");
+    let again = check();
+    assert!(again.status.success());
+    assert!(
+        !String::from_utf8_lossy(&again.stderr).contains("altered"),
+        "replaced"
+    );
 }

@@ -51,11 +51,31 @@ fn panic_on_a_span_named_boom_fails_that_batch_only() {
     export(&e, &["ok"]).unwrap();
     let err = export(&e, &["x", "boom"]).unwrap_err();
     assert!(err.contains("unreachable"), "{err}");
+    // The panic's own words are in the fault (logged at `warn`), forwarded stderr or not.
+    assert!(
+        err.contains("its stderr: ") && err.contains("a span named boom"),
+        "{err}"
+    );
     export(&e, &["fine"]).unwrap(); // a fresh instance, no backoff after one fault
     let s = stats.snapshot();
     assert_eq!(
         (s.restarts, s.traps.get(&FaultKind::Unreachable)),
         (1, Some(&1))
+    );
+}
+
+/// With `forward_stdio = false` the guest's stderr reaches no log, but a trapping instance's
+/// last words are still in its fault's message.
+#[test]
+fn a_panic_message_is_in_the_fault_even_when_stdio_is_not_forwarded() {
+    let mut s = spec(HOSTILE, &[("mode", "panic-on-boom")]);
+    s.forward_stdio = Some(false);
+    let (e, _) =
+        WasmSpanExporter::from_config("quiet", &s, &Resource::builder_empty().build()).unwrap();
+    let err = export(&e, &["boom"]).unwrap_err();
+    assert!(
+        err.contains("panicked at") && err.contains("a span named boom"),
+        "{err}"
     );
 }
 

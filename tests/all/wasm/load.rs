@@ -168,8 +168,26 @@ fn rank_with(
     let mut hostile = spec(HOSTILE, mode);
     hostile.name = Some("hostile".into());
     hostile.call_timeout_ms = Some(300);
+    hostile.init_timeout_ms = Some(300);
     hostile.on_setup_failure = policy;
     install_alone(hostile, None)
+}
+
+/// A hung `init` holds the rank's setup for the start deadline (`init_timeout_ms`, default
+/// 5 s), not for the call deadline (here a minute).
+#[test]
+fn a_hung_init_holds_setup_for_the_start_deadline_only() {
+    let mut hostile = spec(HOSTILE, &[("mode", "noop"), ("init_sleep_ms", "3600000")]);
+    hostile.name = Some("hostile".into());
+    hostile.call_timeout_ms = Some(60_000);
+    let started = std::time::Instant::now();
+    let handle = install_alone(hostile, None).expect("the rank trains");
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+    let stats = handle.stats();
+    let why = stats.exporter("hostile").unwrap().disabled.clone().unwrap();
+    assert!(why.contains("`init` did not return within 5s"), "{why}");
+    handle.shutdown(T).unwrap();
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 mod cache;
 mod compat;
+mod compile;
 mod faults;
 mod limits;
 mod load;

@@ -14,6 +14,25 @@ use lens::{LensConfig, Telemetry};
 use lens_test_support::pipeline::{T, exporting};
 use lens_test_support::wasm::{lines, recorder_at};
 
+/// The recorder answering `retryable` `times` times, hinting `delay_ms`, with an export budget
+/// of `budget_ms`, and its statistics.
+fn retrying(
+    dir: &std::path::Path,
+    times: &str,
+    delay_ms: &str,
+    budget_ms: u64,
+) -> (WasmSpanExporter, std::sync::Arc<lens::trace::ExporterStats>) {
+    let mut s = recorder_at(
+        dir,
+        "r",
+        "r.jsonl",
+        "typed",
+        &[("retryable", times), ("retry_delay_ms", delay_ms)],
+    );
+    s.batch.export_timeout_ms = Some(budget_ms);
+    WasmSpanExporter::from_config("r", &s, &Resource::builder_empty().build()).unwrap()
+}
+
 #[test]
 fn retryable_twice_then_success_exports_the_batch_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -39,16 +58,7 @@ fn retryable_twice_then_success_exports_the_batch_once() {
 fn a_batch_still_retryable_at_its_deadline_fails_after_n_attempts() {
     let dir = tempfile::tempdir().unwrap();
     // Attempts at 0, 400 and 800 ms; a fourth would start at 1,200 ms, past the 1 s deadline.
-    let mut s = recorder_at(
-        dir.path(),
-        "r",
-        "r.jsonl",
-        "typed",
-        &[("retryable", "100"), ("retry_delay_ms", "400")],
-    );
-    s.batch.export_timeout_ms = Some(1000);
-    let (exporter, stats) =
-        WasmSpanExporter::from_config("r", &s, &Resource::builder_empty().build()).unwrap();
+    let (exporter, stats) = retrying(dir.path(), "100", "400", 1000);
     let err = futures_executor::block_on(exporter.export(spans::many(3))).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -116,4 +126,43 @@ fn in_a_pipeline_produced_equals_exported_plus_dropped_by_reason() {
     assert_eq!(picky.exported, 50 - 2 * batches);
     let liar = stats.exporter("liar").unwrap();
     assert_eq!((liar.exported, liar.dropped_rejected), (0, 50), "{liar:?}");
+}
+
+/// A guest answering `retryable` with a delay of 0 for ever (a retry storm): the host's backoff
+/// still applies (100 ms doubling, jittered to no less than half), so a 1 s budget holds a
+/// handful of attempts, not thousands.
+#[test]
+fn a_zero_delay_hint_does_not_make_the_host_spin() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exporter, stats) = retrying(dir.path(), "1000000", "0", 1000);
+    let err = futures_executor::block_on(exporter.export(spans::many(3))).unwrap_err();
+    assert!(err.to_string().contains("export failed after"), "{err}");
+    let snap = stats.snapshot();
+    // Waits of at least 50, 100, 200, 400 ms: at most five attempts fit in 1 s.
+    assert!((1..=4).contains(&snap.retries), "{snap:?}");
+    assert_eq!(snap.retries_exhausted, 1);
+}
+
+/// An export waiting to retry holds its instance: a flush gives up at its own timeout, and a
+/// shutdown makes the export give up at once (its batch failed, counted once).
+#[test]
+fn flush_and_shutdown_honour_their_timeouts_during_a_retry_storm() {
+    let dir = tempfile::tempdir().unwrap();
+    let (exporter, stats) = retrying(dir.path(), "1000000", "0", 60_000);
+    std::thread::scope(|scope| {
+        let export = scope.spawn(|| futures_executor::block_on(exporter.export(spans::many(3))));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        let flushed = exporter.force_flush_within(std::time::Duration::from_millis(300));
+        assert!(flushed.is_err(), "the instance is busy retrying");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let started = std::time::Instant::now();
+        exporter
+            .shutdown_with_timeout(std::time::Duration::from_secs(10))
+            .unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let err = export.join().unwrap().unwrap_err();
+        assert!(err.to_string().contains("given up at shutdown"), "{err}");
+    });
+    assert_eq!(stats.snapshot().retries_exhausted, 1);
 }

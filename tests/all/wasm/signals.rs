@@ -398,3 +398,29 @@ fn a_metric_or_log_guest_that_traps_is_rebuilt_and_its_items_counted() {
     );
     assert_eq!(l.restarts, 1, "{l:?}");
 }
+
+/// A metric guest hung in `export` (blocked in a host call, its deadline far away) when the
+/// installation shuts down: the reader stops waiting at the shutdown's timeout, and the
+/// collection in flight ends as dropped at shutdown, not in no counter at all.
+#[test]
+fn a_metric_collection_in_flight_at_shutdown_is_counted_as_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut hung = recorder_at(dir.path(), "m", "m.jsonl", "typed", &[("hang", "true")]);
+    hung.call_timeout_ms = Some(60_000);
+    let handle = install(Vec::new(), vec![ExporterSpec::Wasm(hung)], Vec::new()).unwrap();
+    use lens::opentelemetry::metrics::MeterProvider as _;
+    let counter = handle.meter_provider().meter("t").u64_counter("c").build();
+    for split in ["a", "b", "c"] {
+        counter.add(1, &[lens::opentelemetry::KeyValue::new("split", split)]);
+    }
+    let started = std::time::Instant::now();
+    // The shutdown's own collection is the one that hangs; it does not wait past its timeout.
+    let _ = handle.shutdown(std::time::Duration::from_secs(1));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let stats = handle.stats();
+    let m = stats.metric_exporter("m").unwrap();
+    assert!(m.received >= 3, "{m:?}");
+    assert_eq!(m.exported, 0, "{m:?}");
+    assert_eq!(m.received, m.dropped(), "{m:?}");
+    assert_eq!(m.dropped_shutdown, m.received, "{m:?}");
+}

@@ -2,6 +2,7 @@
 //! what it needs without dead-code allowances):
 //!
 //! - [`collector`]: a real OTLP collector (rotel) on loopback;
+//! - [`hostile`]: hostile inputs made at test time, and commands measured as they run;
 //! - [`log`]: a logger capturing every record;
 //! - [`pipeline`]: installing Lens without touching the process's environment or globals, and
 //!   small exporters with scripted behaviour;
@@ -9,6 +10,7 @@
 //! - [`dist`]: the example components built by `guest-examples/build.sh`.
 
 pub mod collector;
+pub mod hostile;
 pub mod log;
 pub mod pipeline;
 pub mod wasm;

@@ -46,6 +46,37 @@ pub struct ExporterStats {
     guest_errors: AtomicU64,
     peak_memory_bytes: AtomicU64,
     traps: Mutex<BTreeMap<FaultKind, u64>>,
+    /// Exports made outside Lens's batch queue and still running.
+    direct: Mutex<DirectExports>,
+}
+
+/// Exports made outside Lens's batch queue (a metric reader's, the Python package's): counted
+/// when they start, so that one still running when the installation shuts down (a guest hung
+/// in `export`, which the SDK's reader stops waiting for) ends in `dropped_shutdown` instead of
+/// in no counter at all.
+#[derive(Debug, Default)]
+struct DirectExports {
+    next: u64,
+    /// Items of each export still running, by ticket.
+    running: BTreeMap<u64, u64>,
+    /// Set by [`ExporterStats::close_direct`]: what starts later is dropped at once.
+    closed: bool,
+}
+
+/// One export made outside Lens's batch queue, from [`ExporterStats::begin_direct_export`] to
+/// [`ExporterStats::end_direct_export`].
+#[derive(Debug)]
+#[must_use = "end it with ExporterStats::end_direct_export"]
+pub struct DirectExport {
+    ticket: u64,
+    items: u64,
+}
+
+impl DirectExport {
+    /// Its item count.
+    pub fn items(&self) -> u64 {
+        self.items
+    }
 }
 
 impl ExporterStats {
@@ -70,6 +101,7 @@ impl ExporterStats {
             guest_errors: AtomicU64::new(0),
             peak_memory_bytes: AtomicU64::new(0),
             traps: Mutex::default(),
+            direct: Mutex::default(),
         }
     }
 
@@ -154,12 +186,55 @@ impl ExporterStats {
         self.latency.record(elapsed);
     }
 
-    /// Records one export call of `spans` spans made outside Lens's batch processor (the
-    /// Python package's exporter, called by the Python SDK's processor): received, then
-    /// exported or dropped as failed.
-    pub fn record_direct_export(&self, spans: u64, ok: bool, elapsed: Duration) {
-        self.received.fetch_add(spans, Relaxed);
-        self.record_batch(spans, ok, elapsed);
+    /// An export of `items` starts outside Lens's batch processor (a metric reader's, the
+    /// Python SDK's processor's): they are received now. After [`close_direct`](Self::close_direct)
+    /// they are dropped at shutdown at once (and the exporter should refuse them).
+    pub fn begin_direct_export(&self, items: u64) -> DirectExport {
+        self.received.fetch_add(items, Relaxed);
+        let mut direct = self.direct.lock().unwrap_or_else(|p| p.into_inner());
+        let ticket = direct.next;
+        direct.next += 1;
+        if direct.closed {
+            self.dropped_shutdown.fetch_add(items, Relaxed);
+        } else {
+            direct.running.insert(ticket, items);
+        }
+        DirectExport { ticket, items }
+    }
+
+    /// The export ended: its items exported or dropped as failed, unless the shutdown already
+    /// counted them.
+    pub fn end_direct_export(&self, export: DirectExport, ok: bool, elapsed: Duration) {
+        if self.finish_direct(&export) {
+            self.record_batch(export.items, ok, elapsed);
+        }
+    }
+
+    /// Whether `export` was still running (the shutdown had not counted it); it no longer is.
+    fn finish_direct(&self, export: &DirectExport) -> bool {
+        self.direct
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .running
+            .remove(&export.ticket)
+            .is_some()
+    }
+
+    /// The export was not made (the exporter is shut down): its items are dropped at shutdown,
+    /// unless the shutdown already counted them.
+    pub fn abandon_direct_export(&self, export: DirectExport) {
+        if self.finish_direct(&export) {
+            self.dropped_shutdown.fetch_add(export.items, Relaxed);
+        }
+    }
+
+    /// The installation is shut down: the items of exports still running are dropped at
+    /// shutdown, and so will be those of any export starting later.
+    pub fn close_direct(&self) {
+        let mut direct = self.direct.lock().unwrap_or_else(|p| p.into_inner());
+        direct.closed = true;
+        let items: u64 = std::mem::take(&mut direct.running).values().sum();
+        self.dropped_shutdown.fetch_add(items, Relaxed);
     }
 
     /// Records `items` received and dropped for `reason` at once (a metric collection for an
@@ -167,13 +242,6 @@ impl ExporterStats {
     pub(crate) fn record_direct_dropped(&self, reason: DropReason, items: u64) {
         self.received.fetch_add(items, Relaxed);
         self.record_dropped(reason, items);
-    }
-
-    /// Records `spans` spans handed to an exporter already shut down, outside Lens's batch
-    /// processor: received and dropped at shutdown.
-    pub fn record_direct_after_shutdown(&self, spans: u64) {
-        self.received.fetch_add(spans, Relaxed);
-        self.dropped_shutdown.fetch_add(spans, Relaxed);
     }
 
     /// A consistent-enough copy of the counters.
@@ -350,5 +418,34 @@ mod tests {
         h.record(Duration::from_millis(50));
         assert_eq!(h.quantile(0.5), Duration::from_micros(128));
         assert_eq!(h.quantile(0.99), Duration::from_micros(65_536));
+    }
+
+    #[test]
+    fn every_direct_export_ends_in_one_counter_across_the_shutdown() {
+        let s = ExporterStats::new("m");
+        let ms = Duration::from_millis(1);
+        let done = s.begin_direct_export(3);
+        s.end_direct_export(done, true, ms);
+        let failed = s.begin_direct_export(2);
+        s.end_direct_export(failed, false, ms);
+        let hung = s.begin_direct_export(5);
+        let refused = s.begin_direct_export(7);
+        s.abandon_direct_export(refused);
+        s.close_direct();
+        // The hung one ends after the shutdown counted it: nothing more.
+        s.end_direct_export(hung, true, ms);
+        let late = s.begin_direct_export(4);
+        s.end_direct_export(late, true, ms);
+        let snap = s.snapshot();
+        assert_eq!(snap.received, 3 + 2 + 5 + 7 + 4);
+        assert_eq!(
+            (
+                snap.exported,
+                snap.dropped_export_failed,
+                snap.dropped_shutdown
+            ),
+            (3, 2, 5 + 7 + 4)
+        );
+        assert_eq!(snap.received, snap.exported + snap.dropped());
     }
 }

@@ -17,9 +17,7 @@ use crate::config::env::ProcessEnv;
 use crate::error::LensError;
 use crate::wasm::instance::{Job, Outcome, Payload, StartError};
 use crate::wasm::interface::Preferences;
-use crate::wasm::{
-    DEFAULT_MAX_FILE_MIB, GuestInterface, HostInputs, LoadChecks, Signal, cache, engine, load,
-};
+use crate::wasm::{GuestInterface, HostInputs, LoadChecks, Signal, cache, engine, load};
 
 /// One conformance case and how it went.
 #[derive(Debug, Clone)]
@@ -46,6 +44,8 @@ pub struct CheckReport {
     pub cached_load: Duration,
     /// Whether that load was served from the cache.
     pub cache_hit: bool,
+    /// What the component is made of, as counted against the host's limits before compiling.
+    pub structure: crate::wasm::Structure,
     /// One suite per exporter interface the component exports, in signal order.
     pub signals: Vec<SignalReport>,
 }
@@ -133,6 +133,7 @@ struct LoadReport {
     cold_compile: Option<Duration>,
     cached_load: Duration,
     cache_hit: bool,
+    structure: crate::wasm::Structure,
     interfaces: Vec<GuestInterface>,
 }
 
@@ -143,10 +144,7 @@ fn load_report(
 ) -> Result<LoadReport, LensError> {
     let err = |source: crate::error::WasmSetupError| crate::wasm::setup_error(NAME, spec, source);
     let engine = engine::engine(spec.fuel_per_call.is_some()).map_err(err)?;
-    let checks = LoadChecks {
-        sha256_pin: spec.sha256.as_deref(),
-        max_bytes: spec.max_file_mib.unwrap_or(DEFAULT_MAX_FILE_MIB) << 20,
-    };
+    let checks = LoadChecks::of(spec);
     let load = |cache| load(&spec.path, checks, engine, cache).map_err(|e| err(e.into()));
     let cache = cache::shared(&config.wasm_cache, &ProcessEnv);
     let misses = || cache.map(|c| c.stats().misses);
@@ -185,6 +183,11 @@ fn load_report(
         cold_compile,
         cached_load,
         cache_hit: hits() > hits_before,
+        // The load checked it already (or the cache held it, checked when compiled).
+        structure: std::fs::read(&spec.path)
+            .ok()
+            .and_then(|bytes| crate::wasm::structure::measure(&bytes, &checks.structure).ok())
+            .unwrap_or_default(),
         interfaces: loaded.interfaces,
     })
 }
@@ -284,6 +287,7 @@ pub fn check_with(
         cold_compile: loaded.cold_compile,
         cached_load: loaded.cached_load,
         cache_hit: loaded.cache_hit,
+        structure: loaded.structure,
         signals,
     })
 }

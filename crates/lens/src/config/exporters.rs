@@ -18,6 +18,10 @@ use super::secret::{REDACTED, Secret, redact_url, secret_key};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 #[non_exhaustive]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a config is built once per setup; boxing the wasm entry would burden every constructor"
+)]
 pub enum ExporterSpec {
     /// OTLP over gRPC or HTTP/protobuf.
     Otlp(OtlpExporterSpec),
@@ -241,6 +245,10 @@ pub struct WasmExporterSpec {
     pub memory_limit_mib: Option<u64>,
     /// Deadline of one guest call, ms. Default: the batch `export_timeout_ms`.
     pub call_timeout_ms: Option<u64>,
+    /// Deadline of an instance's start, ms: its instantiation, then its `init`, each. Default
+    /// 5000 (a hung `init` holds the rank's setup that long, not the whole call deadline).
+    /// Example: `init_timeout_ms = 2000`.
+    pub init_timeout_ms: Option<u64>,
     /// Optional fuel per call (deterministic instruction budget). Default: unlimited.
     pub fuel_per_call: Option<u64>,
     /// Forward the guest's stdout/stderr to the host log. Default `true`.
@@ -248,6 +256,14 @@ pub struct WasmExporterSpec {
     /// Largest `.wasm` file read, MiB; larger files are refused before they are read. Default
     /// 256. Example: `max_file_mib = 64`.
     pub max_file_mib: Option<u64>,
+    /// Heap a compile of the component may use, MiB, where compiles run in a worker process
+    /// (the `lens` command and the Python package); past it the file is refused. Default 2048.
+    /// Example: `compile_memory_mib = 1024`.
+    pub compile_memory_mib: Option<u64>,
+    /// How long a compile of the component may take (wall clock and CPU), milliseconds, where
+    /// compiles run in a worker process; past it the file is refused. Default 300000.
+    /// Example: `compile_timeout_ms = 60000`.
+    pub compile_timeout_ms: Option<u64>,
     /// Bytes the guest may write into its writable pre-opens in all, MiB, over the life of the
     /// exporter (every instance together); past it, writes fail with "no space left on device".
     /// Default: no limit. Example: `max_write_mib = 1024`.
@@ -386,10 +402,23 @@ impl ExporterSpec {
             {
                 return Err(format!("`sha256` = {pin:?} is not 64 hex digits"));
             }
+            for (i, p) in w.preopens.iter().enumerate() {
+                check_guest_path(&p.guest)
+                    .map_err(|why| format!("`preopens[{i}].guest` = {:?} {why}", p.guest))?;
+                if w.preopens[..i].iter().any(|q| q.guest == p.guest) {
+                    return Err(format!(
+                        "`preopens[{i}].guest` = {:?} is pre-opened twice",
+                        p.guest
+                    ));
+                }
+            }
             for (key, value) in [
                 ("memory_limit_mib", w.memory_limit_mib),
                 ("call_timeout_ms", w.call_timeout_ms),
+                ("init_timeout_ms", w.init_timeout_ms),
                 ("max_file_mib", w.max_file_mib),
+                ("compile_memory_mib", w.compile_memory_mib),
+                ("compile_timeout_ms", w.compile_timeout_ms),
                 ("max_write_mib", w.max_write_mib),
             ] {
                 if value == Some(0) {
@@ -399,4 +428,21 @@ impl ExporterSpec {
         }
         Ok(())
     }
+}
+
+/// Whether `guest`, a pre-opened directory's name inside the sandbox, names a directory the
+/// guest sees as it is meant to: not empty, no `..` component (WASI resolves paths against the
+/// pre-open, and a name that climbs out of it only confuses what the guest sees), no control
+/// character.
+fn check_guest_path(guest: &str) -> Result<(), &'static str> {
+    if guest.is_empty() {
+        return Err("is empty");
+    }
+    if guest.split('/').any(|c| c == "..") {
+        return Err("has a `..` component: name the directory the guest sees, e.g. \"/out\"");
+    }
+    if guest.chars().any(char::is_control) {
+        return Err("holds a control character");
+    }
+    Ok(())
 }

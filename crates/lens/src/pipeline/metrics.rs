@@ -42,23 +42,36 @@ impl CountedMetricExporter {
     }
 }
 
+impl CountedMetricExporter {
+    /// Runs `export` of `metrics`, its data points counted from its start (one still running
+    /// at shutdown ends as dropped there).
+    async fn counted(
+        &self,
+        metrics: &ResourceMetrics,
+        export: impl Future<Output = OTelSdkResult>,
+    ) -> OTelSdkResult {
+        let started = Instant::now();
+        let ticket = self.stats.begin_direct_export(data_points(metrics));
+        let result = export.await;
+        self.stats
+            .end_direct_export(ticket, result.is_ok(), started.elapsed());
+        result
+    }
+}
+
 impl PushMetricExporter for CountedMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
-        let started = Instant::now();
-        let result = match &self.exporter {
-            MetricExporterKind::Otlp(e) => e.export(metrics).await,
-            MetricExporterKind::Console(e) => e.export(metrics).await,
-            MetricExporterKind::Wasm(e) => return e.export(metrics).await,
+        match &self.exporter {
+            MetricExporterKind::Otlp(e) => self.counted(metrics, e.export(metrics)).await,
+            MetricExporterKind::Console(e) => self.counted(metrics, e.export(metrics)).await,
+            MetricExporterKind::Wasm(e) => e.export(metrics).await,
             MetricExporterKind::Disabled => {
                 let points = data_points(metrics);
                 self.stats
                     .record_direct_dropped(DropReason::Disabled, points);
-                return Ok(());
+                Ok(())
             }
-        };
-        self.stats
-            .record_direct_export(data_points(metrics), result.is_ok(), started.elapsed());
-        result
+        }
     }
 
     fn force_flush(&self) -> OTelSdkResult {

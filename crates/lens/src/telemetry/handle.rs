@@ -288,6 +288,11 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     {
         errors.push(format!("logs: {e}"));
     }
+    // A metric export the reader stopped waiting for (a guest hung in `export`) is over for
+    // this installation: its data points end as dropped at shutdown, and later ones too.
+    for stats in &inner.metric_stats {
+        stats.close_direct();
+    }
     if let Some(f) = &inner.fanout {
         log_stats(inner.rank.rank, Signal::Traces, &f.stats().exporters);
     }

@@ -40,10 +40,11 @@ fn build(fuel: bool) -> Result<Engine, String> {
     Ok(engine)
 }
 
+static PLAIN: OnceLock<Result<Engine, String>> = OnceLock::new();
+static FUEL: OnceLock<Result<Engine, String>> = OnceLock::new();
+
 /// The process's engine for exporters without (`fuel = false`) or with a fuel budget.
 pub fn engine(fuel: bool) -> Result<&'static Engine, WasmSetupError> {
-    static PLAIN: OnceLock<Result<Engine, String>> = OnceLock::new();
-    static FUEL: OnceLock<Result<Engine, String>> = OnceLock::new();
     let cell = if fuel { &FUEL } else { &PLAIN };
     // A failure is kept as its message: every later exporter reports the same one.
     cell.get_or_init(|| build(fuel))
@@ -51,6 +52,19 @@ pub fn engine(fuel: bool) -> Result<&'static Engine, WasmSetupError> {
         .map_err(|message| WasmSetupError::Engine {
             source: message.clone().into(),
         })
+}
+
+/// Whether `engine` is the process's fuel engine.
+pub fn uses_fuel(engine: &Engine) -> bool {
+    FUEL.get()
+        .and_then(|built| built.as_ref().ok())
+        .is_some_and(|fuel| Engine::same(fuel, engine))
+}
+
+/// An engine with the exporters' settings and no epoch ticker: what a compile worker
+/// ([`super::compiler`]) compiles with, so that its artefacts load in the ranks' engines.
+pub fn compile_only_engine(fuel: bool) -> Result<Engine, String> {
+    Engine::new(&config(fuel)).map_err(|e| format!("{e:#}"))
 }
 
 /// Epoch ticks covering `timeout` (at least one).

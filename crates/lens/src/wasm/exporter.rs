@@ -8,7 +8,7 @@
 //! batch the guest calls `retryable` is sent again on the same lane on the schedule of the
 //! `retry` module, within the export deadline.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -43,7 +43,12 @@ pub(crate) struct Lanes {
     next: AtomicUsize,
     /// The deadline of one export, retries included.
     export_timeout: Duration,
+    /// Set when the shutdown starts: an export waiting to retry gives up at once.
+    closing: AtomicBool,
 }
+
+/// How often a wait (to retry, or for a lane) looks again at what it waits for.
+const POLL: Duration = Duration::from_millis(5);
 
 fn lock(lane: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
     lane.lock().unwrap_or_else(|p| p.into_inner())
@@ -73,7 +78,41 @@ impl Lanes {
             lanes: (0..lanes.max(1)).map(lane).collect(),
             next: AtomicUsize::new(0),
             export_timeout,
+            closing: AtomicBool::new(false),
         }
+    }
+
+    /// The lane, once free, or `None` when `deadline` passes first (`None`: wait as long as it
+    /// takes).
+    fn lock_until<'a>(
+        &self,
+        lane: &'a Mutex<Lane>,
+        deadline: Option<Instant>,
+    ) -> Option<MutexGuard<'a, Lane>> {
+        let Some(deadline) = deadline else {
+            return Some(lock(lane));
+        };
+        loop {
+            match lane.try_lock() {
+                Ok(l) => return Some(l),
+                Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) if Instant::now() >= deadline => return None,
+                Err(TryLockError::WouldBlock) => std::thread::sleep(POLL),
+            }
+        }
+    }
+
+    /// Waits `wait` before a retry; `false` when the shutdown started meanwhile.
+    fn wait_to_retry(&self, wait: Duration) -> bool {
+        let until = Instant::now() + wait;
+        while !self.closing.load(Ordering::Acquire) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            std::thread::sleep(left.min(POLL * 10));
+        }
+        false
     }
 
     /// The exporter's name.
@@ -254,7 +293,15 @@ impl Lanes {
                         self.factory.name,
                         schedule.attempts()
                     );
-                    std::thread::sleep(wait);
+                    if !self.wait_to_retry(wait) {
+                        self.factory.stats.record_retries_exhausted();
+                        return Err(OTelSdkError::InternalFailure(format!(
+                            "wasm exporter `{}`: export given up at shutdown after {} attempts: \
+                             {message}",
+                            self.factory.name,
+                            schedule.attempts() - 1
+                        )));
+                    }
                     payload = back;
                 }
                 None => {
@@ -269,11 +316,15 @@ impl Lanes {
         }
     }
 
-    /// Flushes every started instance.
-    pub(crate) fn force_flush(&self) -> OTelSdkResult {
+    /// Flushes every started instance, within `timeout` when given (an export in progress,
+    /// retries included, holds its lane until it ends).
+    pub(crate) fn force_flush(&self, timeout: Option<Duration>) -> OTelSdkResult {
+        let deadline = timeout.map(|t| Instant::now() + t);
         let mut result = Ok(());
         for lane in &self.lanes {
-            let mut lane = lock(lane);
+            let Some(mut lane) = self.lock_until(lane, deadline) else {
+                return Err(OTelSdkError::Timeout(timeout.unwrap_or_default()));
+            };
             if lane.shut_down || lane.worker.is_none() {
                 continue;
             }
@@ -282,11 +333,17 @@ impl Lanes {
         result
     }
 
-    /// Shuts every started instance down (even one backing off) and ends its worker.
-    pub(crate) fn shutdown(&self) -> OTelSdkResult {
+    /// Shuts every started instance down (even one backing off) and ends its worker, within
+    /// `timeout` when given: an export waiting to retry gives up at once (its batch counted as
+    /// failed); one in a guest call ends within the call deadline.
+    pub(crate) fn shutdown(&self, timeout: Option<Duration>) -> OTelSdkResult {
+        self.closing.store(true, Ordering::Release);
+        let deadline = timeout.map(|t| Instant::now() + t);
         let mut result = Ok(());
         for lane in &self.lanes {
-            let mut lane = lock(lane);
+            let Some(mut lane) = self.lock_until(lane, deadline) else {
+                return Err(OTelSdkError::Timeout(timeout.unwrap_or_default()));
+            };
             if std::mem::replace(&mut lane.shut_down, true) {
                 return Err(OTelSdkError::AlreadyShutdown);
             }

@@ -5,7 +5,10 @@
 //!
 //! Guest stdout goes to the log at `info`. Guest stderr is where a guest panics, so its first
 //! lines from each instance go to the log at `warn` (visible at the default level), rate-limited
-//! per exporter; the rest at `info`.
+//! per exporter; the rest at `info`. Whether forwarded or not (`forward_stdio = false`), the
+//! last lines of an instance's stderr are kept ([`StderrTail`]): when the instance traps, they
+//! are part of the fault's message (a panic's location and text), logged at `warn` once, as the
+//! trapped instance is discarded.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -24,6 +27,36 @@ pub const MAX_LOG_BYTES_PER_INSTANCE: u64 = 1 << 20;
 pub const STDERR_WARN_LINES: usize = 10;
 /// At most this many `warn` lines of guest stderr per exporter per minute.
 pub const STDERR_WARN_PER_MINUTE: usize = 20;
+/// Lines of an instance's stderr kept for its fault message.
+const TAIL_LINES: usize = 4;
+/// Longest stderr excerpt in a fault message, bytes.
+const TAIL_BYTES: usize = 400;
+
+/// The last lines an instance wrote to stderr, for the message of its fault.
+#[derive(Debug, Default)]
+pub struct StderrTail(Mutex<std::collections::VecDeque<String>>);
+
+impl StderrTail {
+    fn push(&self, line: &str) {
+        let mut lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if lines.len() == TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line.to_string());
+    }
+
+    /// What the instance said last (escaped lines joined with ` | `, Rust's backtrace hint
+    /// left out), if anything.
+    pub fn said(&self) -> Option<String> {
+        let lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let said: Vec<&str> = lines
+            .iter()
+            .map(|l| l.trim())
+            .filter(|l| !l.is_empty() && !l.starts_with("note: run with `RUST_BACKTRACE"))
+            .collect();
+        (!said.is_empty()).then(|| truncate(said.join(" | "), TAIL_BYTES))
+    }
+}
 
 /// Whether `c` must not reach a terminal as itself: C0 and C1 controls and DEL (escape
 /// sequences, carriage returns, newlines that would forge log lines), and the Unicode format
@@ -123,6 +156,10 @@ pub struct LogStream {
     warn_budget: Arc<WarnBudget>,
     /// Lines of this stream logged so far (for the first lines of stderr at `warn`).
     lines: usize,
+    /// Whether lines go to the log (`forward_stdio`); else they are only kept in `tail`.
+    forward: bool,
+    /// Where stderr's last lines are kept for the instance's fault message.
+    tail: Option<Arc<StderrTail>>,
     /// The start of the current line (at most a line's worth is kept).
     line: Vec<u8>,
     /// Bytes of the current line, kept or not.
@@ -143,9 +180,18 @@ impl LogStream {
             budget,
             warn_budget,
             lines: 0,
+            forward: true,
+            tail: None,
             line: Vec::new(),
             line_len: 0,
         }
+    }
+
+    /// Keeps the last lines in `tail`; logs them only when `forward`.
+    pub(crate) fn with_tail(mut self, tail: Arc<StderrTail>, forward: bool) -> Self {
+        self.tail = Some(tail);
+        self.forward = forward;
+        self
     }
 
     fn emit(&mut self) {
@@ -155,6 +201,12 @@ impl LogStream {
         let len = std::mem::take(&mut self.line_len);
         let kept = String::from_utf8_lossy(&self.line).into_owned();
         self.line.clear();
+        if let Some(tail) = &self.tail {
+            tail.push(&escape(&kept));
+        }
+        if !self.forward {
+            return;
+        }
         let remaining = self.budget.fetch_sub(
             (len as u64).min(self.budget.load(Ordering::Relaxed)),
             Ordering::Relaxed,
@@ -222,12 +274,15 @@ impl StdoutStream for LogStream {
     }
 
     fn p2_stream(&self) -> Box<dyn OutputStream> {
-        Box::new(LogStream::new(
+        let mut stream = LogStream::new(
             self.prefix.to_string(),
             self.stream,
             self.budget.clone(),
             self.warn_budget.clone(),
-        ))
+        );
+        stream.forward = self.forward;
+        stream.tail = self.tail.clone();
+        Box::new(stream)
     }
 }
 

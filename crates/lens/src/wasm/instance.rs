@@ -63,6 +63,15 @@ impl Fault {
     fn from_wasmtime(e: &wasmtime::Error) -> Self {
         Self::new(fault_kind(e), format!("{e:#}"))
     }
+
+    /// This fault with what the instance last wrote to stderr (a panic's location and
+    /// message), already escaped and cut.
+    fn with_stderr(mut self, store: &Store<HostState>) -> Self {
+        if let Some(said) = store.data().stderr_tail.said() {
+            self.detail = format!("{}; its stderr: {said}", self.detail);
+        }
+        self
+    }
 }
 
 /// How one guest call ended.
@@ -144,6 +153,8 @@ pub(crate) struct InstanceFactory {
     pub grants: Grants,
     pub settings: Vec<(String, String)>,
     pub call_timeout: Duration,
+    /// The deadline of instantiation, then of `init`.
+    pub init_timeout: Duration,
     pub fuel: Option<u64>,
     pub stats: Arc<ExporterStats>,
     /// What the last instance asked for in `init`.
@@ -225,8 +236,8 @@ impl InstanceFactory {
                     format!("cannot start a worker thread: {e}"),
                 ))
             })?;
-        // Instantiation and `init` each have the call deadline.
-        match ready_rx.recv_timeout(2 * (self.call_timeout + TIMEOUT_SLACK) + GRACE) {
+        // Instantiation and `init` each have the start deadline.
+        match ready_rx.recv_timeout(2 * (self.init_timeout + TIMEOUT_SLACK) + GRACE) {
             Ok(Ok(preferences)) => Ok(Worker {
                 jobs: jobs_tx,
                 call_timeout: self.call_timeout,
@@ -278,15 +289,16 @@ impl InstanceFactory {
         self.serve(&rt, live, &encoder, jobs);
     }
 
-    /// Runs `call` on `rt` within the call deadline; a call still running then is dropped (and
-    /// with it whatever host call the guest is blocked in) and reported as `what` overrunning.
+    /// Runs `call` on `rt` within `deadline`; a call still running then is dropped (and with
+    /// it whatever host call the guest is blocked in) and reported as `what` overrunning.
     fn bounded<R>(
         &self,
         rt: &tokio::runtime::Runtime,
         what: &str,
+        deadline: Duration,
         call: impl Future<Output = wasmtime::Result<R>>,
     ) -> Result<R, Fault> {
-        let limit = self.call_timeout + TIMEOUT_SLACK;
+        let limit = deadline + TIMEOUT_SLACK;
         // The timer is created inside the runtime: it needs its time driver.
         match rt.block_on(async { tokio::time::timeout(limit, call).await }) {
             Ok(Ok(r)) => Ok(r),
@@ -294,9 +306,8 @@ impl InstanceFactory {
             Err(_) => Err(Fault::new(
                 FaultKind::Deadline,
                 format!(
-                    "`{what}` did not return within {:?} (blocked in a host call); the call \
-                     was cancelled and the instance discarded",
-                    self.call_timeout
+                    "`{what}` did not return within {deadline:?} (blocked in a host call); the \
+                     call was cancelled and the instance discarded",
                 ),
             )),
         }
@@ -316,15 +327,15 @@ impl InstanceFactory {
         );
         store.limiter(|s| &mut s.limiter);
         store.epoch_deadline_trap();
-        let instantiated = self.bounded(rt, "instantiation", async {
-            self.arm(&mut store)?;
+        let instantiated = self.bounded(rt, "instantiation", self.init_timeout, async {
+            self.arm(&mut store, self.init_timeout)?;
             self.pre.instantiate_async(&mut store).await
         });
         let instance = instantiated.map_err(StartError::Fault)?;
         let funcs = GuestFuncs::lookup(&instance, &mut store, self.interface)
             .map_err(|e| StartError::Mismatch(format!("{e:#}")))?;
-        let init = self.bounded(rt, "init", async {
-            self.arm(&mut store)?;
+        let init = self.bounded(rt, "init", self.init_timeout, async {
+            self.arm(&mut store, self.init_timeout)?;
             funcs
                 .init(&mut store, &self.settings(number), &wit_resource(resource))
                 .await
@@ -333,7 +344,7 @@ impl InstanceFactory {
         match init {
             Ok(Ok(preferences)) => Ok((Live { store, funcs }, preferences)),
             Ok(Err(msg)) => Err(StartError::Refused(shown(msg, MAX_GUEST_ERROR))),
-            Err(fault) => Err(StartError::Fault(fault)),
+            Err(fault) => Err(StartError::Fault(fault.with_stderr(&store))),
         }
     }
 
@@ -350,8 +361,8 @@ impl InstanceFactory {
         for (job, reply) in jobs {
             let what = job.call_name();
             let mut payload = None;
-            let result = self.bounded(rt, what, async {
-                self.arm(&mut store)?;
+            let result = self.bounded(rt, what, self.call_timeout, async {
+                self.arm(&mut store, self.call_timeout)?;
                 match job {
                     Job::Export(batch) => {
                         let r = Self::export(&mut store, &funcs, encoder, &batch).await;
@@ -386,7 +397,7 @@ impl InstanceFactory {
                     rejected: p.rejected,
                     message: shown(p.message, MAX_GUEST_ERROR),
                 },
-                Err(fault) => Outcome::Fault(fault),
+                Err(fault) => Outcome::Fault(fault.with_stderr(&store)),
             };
             let fault = matches!(outcome, Outcome::Fault(_));
             let _ = reply.send(outcome);
@@ -419,9 +430,9 @@ impl InstanceFactory {
         }
     }
 
-    /// Arms the deadline (and fuel) for the next guest call.
-    fn arm(&self, store: &mut Store<HostState>) -> wasmtime::Result<()> {
-        store.set_epoch_deadline(ticks(self.call_timeout));
+    /// Arms `deadline` (and fuel) for the next guest call.
+    fn arm(&self, store: &mut Store<HostState>, deadline: Duration) -> wasmtime::Result<()> {
+        store.set_epoch_deadline(ticks(deadline));
         if let Some(fuel) = self.fuel {
             store.set_fuel(fuel)?;
         }

@@ -8,9 +8,11 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::{Component, InstancePre, Linker};
 
-use super::cache::ArtifactCache;
+use super::cache::{ArtifactCache, ReadFile};
+use super::compiler::CompileBounds;
 use super::interface::{GuestInterface, Signal, WIT_VERSION};
 use super::sandbox::HostState;
+use super::structure::StructureLimits;
 use crate::error::LoadError;
 use crate::signal::WIT_PACKAGE;
 
@@ -70,6 +72,10 @@ pub struct LoadChecks<'a> {
     pub sha256_pin: Option<&'a str>,
     /// Refuse files larger than this many bytes, before reading them.
     pub max_bytes: u64,
+    /// Refuse files with more structure than this, before compiling them.
+    pub structure: StructureLimits,
+    /// Bounds of the compile itself (where it runs in a worker, [`super::compiler`]).
+    pub compile: CompileBounds,
 }
 
 impl Default for LoadChecks<'_> {
@@ -77,6 +83,28 @@ impl Default for LoadChecks<'_> {
         Self {
             sha256_pin: None,
             max_bytes: DEFAULT_MAX_FILE_MIB << 20,
+            structure: StructureLimits::default(),
+            compile: CompileBounds::default(),
+        }
+    }
+}
+
+impl<'a> LoadChecks<'a> {
+    /// The checks an exporter entry asks for (its pin and `max_file_mib`).
+    pub fn of(spec: &'a crate::config::WasmExporterSpec) -> Self {
+        Self {
+            sha256_pin: spec.sha256.as_deref(),
+            max_bytes: spec.max_file_mib.unwrap_or(DEFAULT_MAX_FILE_MIB) << 20,
+            compile: CompileBounds {
+                memory_mib: spec
+                    .compile_memory_mib
+                    .unwrap_or(super::compiler::DEFAULT_COMPILE_MEMORY_MIB),
+                timeout: Duration::from_millis(
+                    spec.compile_timeout_ms
+                        .unwrap_or(super::compiler::DEFAULT_COMPILE_TIMEOUT_MS),
+                ),
+            },
+            ..Self::default()
         }
     }
 }
@@ -179,15 +207,36 @@ fn compile(
     let bytes = read_checked(path, checks.max_bytes)?;
     let sha256 = hex::encode(Sha256::digest(&bytes));
     check_pin(&sha256, checks.sha256_pin)?;
-    let invalid = |e: wasmtime::Error| LoadError::Invalid { source: e.into() };
+    super::structure::measure(&bytes, &checks.structure)?;
     let component = match cache {
         // Known content under a new path or timestamp is remembered; new content compiled.
-        Some(c) => c
-            .get_or_compile(engine, &bytes, &sha256, path, meta)
-            .map_err(invalid)?,
-        None => Component::new(engine, &bytes).map_err(invalid)?,
+        Some(c) => c.get_or_compile(
+            engine,
+            &ReadFile {
+                wasm: &bytes,
+                sha256: &sha256,
+                path,
+                meta,
+                bounds: checks.compile,
+            },
+        )?,
+        None => compile_uncached(engine, &bytes, checks.compile)?,
     };
     Ok((component, sha256))
+}
+
+/// Compiles `wasm` (in the worker where there is one) and loads the artefact.
+pub(crate) fn compile_uncached(
+    engine: &Engine,
+    wasm: &[u8],
+    bounds: CompileBounds,
+) -> Result<Component, LoadError> {
+    let artefact = super::compiler::precompile(engine, wasm, bounds)?;
+    // SAFETY: `artefact` was produced just now by `Engine::precompile_component` for an engine
+    // with this one's settings (this process's, or the worker's, built from the same
+    // configuration; wasmtime checks the settings again).
+    unsafe { Component::deserialize(engine, &artefact) }
+        .map_err(|e| LoadError::Invalid { source: e.into() })
 }
 
 /// Links `component` against WASI 0.2 and `wasi:http`.

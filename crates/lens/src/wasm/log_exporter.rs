@@ -64,7 +64,7 @@ impl WasmLogExporter {
     /// Calls every instance's `force-flush` (the SDK's `LogExporter` has none; the batch log
     /// processor calls this after draining its queue).
     pub fn force_flush(&self) -> OTelSdkResult {
-        self.lanes.force_flush()
+        self.lanes.force_flush(None)
     }
 }
 
@@ -76,8 +76,8 @@ impl LogExporter for WasmLogExporter {
             })
     }
 
-    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
-        self.lanes.shutdown()
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.lanes.shutdown(Some(timeout))
     }
 
     fn set_resource(&mut self, resource: &Resource) {

@@ -86,20 +86,21 @@ impl PushMetricExporter for WasmMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
         let points = data_points(metrics);
         let started = Instant::now();
+        let export = self.stats.begin_direct_export(points);
         let result = self.lanes.export(points, |preferences, _| {
             Payload::Metrics(encode_metrics(metrics, preferences.encoding))
         });
         self.stats
-            .record_direct_export(points, result.is_ok(), started.elapsed());
+            .end_direct_export(export, result.is_ok(), started.elapsed());
         result
     }
 
     fn force_flush(&self) -> OTelSdkResult {
-        self.lanes.force_flush()
+        self.lanes.force_flush(None)
     }
 
-    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
-        self.lanes.shutdown()
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.lanes.shutdown(Some(timeout))
     }
 
     fn temporality(&self) -> Temporality {

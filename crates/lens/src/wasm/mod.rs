@@ -6,7 +6,10 @@
 //!
 //! - [`engine`]: one engine per process and its epoch deadlines;
 //! - [`mod@load`]: validation of a `.wasm` file, with one [`LoadError`] per problem;
+//! - [`structure`]: the shape of a component, counted and bounded before it is compiled;
+//! - [`warm`]: a configuration's components compiled into the cache before ranks start;
 //! - [`cache`]: compiled components on disk, mapped into memory on the next start;
+//! - [`compiler`]: compiling, in a bounded child process where the program names one;
 //! - `sandbox`: what a guest may touch (deny by default) and its memory cap (its limits are
 //!   re-exported here: [`MAX_INSTANCES`], [`MAX_MEMORIES`], [`MAX_TABLES`]);
 //! - `quota`: the write budget of writable pre-opens;
@@ -24,6 +27,7 @@
 
 pub(crate) mod backoff;
 pub mod cache;
+pub mod compiler;
 pub mod engine;
 pub(crate) mod exporter;
 pub mod guest_output;
@@ -36,8 +40,10 @@ pub(crate) mod quota;
 pub(crate) mod retry;
 pub(crate) mod sandbox;
 pub mod span_exporter;
+pub mod structure;
 #[cfg(test)]
 mod tests;
+pub mod warm;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,6 +61,8 @@ pub use sandbox::{
     MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES, MemoryLimitExceeded, TABLE_ELEMENT_BYTES,
 };
 pub use span_exporter::WasmSpanExporter;
+pub use structure::{Structure, StructureLimits};
+pub use warm::{Warmed, warm_cache};
 
 use crate::batch::ExporterStats;
 use crate::config::env::{EnvSource, ProcessEnv};
@@ -67,6 +75,10 @@ use sandbox::Grants;
 
 /// Default linear memory cap: large enough for componentize-py/JS guests (~13 MiB at start).
 pub const DEFAULT_MEMORY_LIMIT_MIB: u64 = 256;
+
+/// Default of `init_timeout_ms`: how long an instance's instantiation, then its `init`, may
+/// each take.
+pub const DEFAULT_INIT_TIMEOUT_MS: u64 = 5000;
 
 /// What the host needs from the installation that builds an exporter.
 pub struct HostInputs<'a> {
@@ -174,10 +186,7 @@ pub(crate) fn factory(
     let grants = grants(name, spec, inputs)?;
     let engine = engine::engine(spec.fuel_per_call.is_some())?;
     let cache = cache::shared(inputs.cache, inputs.env);
-    let checks = LoadChecks {
-        sha256_pin: spec.sha256.as_deref(),
-        max_bytes: spec.max_file_mib.unwrap_or(DEFAULT_MAX_FILE_MIB) << 20,
-    };
+    let checks = LoadChecks::of(spec);
     let loaded = load(&spec.path, checks, engine, cache)?;
     let interface = loaded.interface(signal)?;
     log::debug!(
@@ -201,6 +210,9 @@ pub(crate) fn factory(
             .collect(),
         call_timeout: Duration::from_millis(
             spec.call_timeout_ms.unwrap_or(batch.export_timeout_ms),
+        ),
+        init_timeout: Duration::from_millis(
+            spec.init_timeout_ms.unwrap_or(DEFAULT_INIT_TIMEOUT_MS),
         ),
         fuel: spec.fuel_per_call,
         stats,

@@ -3,7 +3,8 @@
 //! The host owns the schedule, so that no guest sleeps or spins on its own: exponential
 //! backoff from [`FIRST_RETRY`] doubling to [`MAX_RETRY_DELAY`], each wait jittered down to
 //! half its length so that many ranks whose backend went away do not come back in step; a
-//! guest's `delay-ms` hint (a `Retry-After`) replaces the computed wait. Every attempt must
+//! guest's `delay-ms` hint (a `Retry-After`) may lengthen the computed wait, never shorten it
+//! (a guest answering `retryable` with a delay of 0 would otherwise spin, holding its caller). Every attempt must
 //! start before the batch's export deadline: a wait that would end past it gives up, and the
 //! batch is dropped as "export failed after N attempts". The same bounds as the OTLP
 //! exporters' retry policy (`exporter::otlp`).
@@ -47,11 +48,10 @@ impl RetrySchedule {
         hint: Option<Duration>,
         jitter: f64,
     ) -> Option<Duration> {
-        let wait = hint.unwrap_or_else(|| {
-            let doublings = (self.attempts - 1).min(16);
-            let full = (FIRST_RETRY * (1u32 << doublings)).min(MAX_RETRY_DELAY);
-            full.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0))
-        });
+        let doublings = (self.attempts - 1).min(16);
+        let full = (FIRST_RETRY * (1u32 << doublings)).min(MAX_RETRY_DELAY);
+        let computed = full.mul_f64(0.5 + 0.5 * jitter.clamp(0.0, 1.0));
+        let wait = hint.map_or(computed, |h| h.max(computed));
         if now + wait >= self.deadline {
             return None;
         }
@@ -89,13 +89,25 @@ mod tests {
     }
 
     #[test]
-    fn a_hint_replaces_the_wait_but_not_the_deadline() {
+    fn a_hint_lengthens_the_wait_but_not_the_deadline() {
         let start = Instant::now();
         let mut s = RetrySchedule::new(start, ms(1000));
         assert_eq!(s.next(start, Some(ms(700)), 0.0), Some(ms(700)));
         // 700 ms later a 400 ms wait would end past the deadline.
         assert_eq!(s.next(start + ms(700), Some(ms(400)), 0.0), None);
         assert_eq!(s.attempts(), 2);
+    }
+
+    #[test]
+    fn a_hint_never_shortens_the_host_s_schedule() {
+        let start = Instant::now();
+        let mut s = RetrySchedule::new(start, Duration::from_secs(60));
+        // `delay-ms = 0`, again and again: the host's backoff still doubles.
+        let waits: Vec<Duration> = (0..4)
+            .map(|_| s.next(start, Some(Duration::ZERO), 1.0).unwrap())
+            .collect();
+        assert_eq!(waits, [100, 200, 400, 800].map(ms));
+        assert_eq!(s.next(start, Some(ms(10)), 0.0), Some(ms(800))); // 1600 jittered to half
     }
 
     #[test]

@@ -18,7 +18,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
-use super::guest_output::{LogStream, MAX_LOG_BYTES_PER_INSTANCE, Stream, WarnBudget};
+use super::guest_output::{LogStream, MAX_LOG_BYTES_PER_INSTANCE, StderrTail, Stream, WarnBudget};
 use super::quota::{Budgeted, WriteBudget};
 use crate::config::EnvGrant;
 use crate::config::env::EnvSource;
@@ -55,6 +55,8 @@ pub(crate) struct HostState {
     pub limiter: MemoryLimiter,
     /// The exporter's write budget, if it has one.
     pub(super) write_budget: Option<Arc<WriteBudget>>,
+    /// The instance's last stderr lines, for its fault's message.
+    pub(super) stderr_tail: Arc<StderrTail>,
 }
 
 impl WasiView for HostState {
@@ -99,21 +101,23 @@ impl HostState {
                 wasmtime::format_err!("cannot pre-open {} as {guest}: {e}", host.display())
             })?;
         }
+        let budget = Arc::new(AtomicU64::new(MAX_LOG_BYTES_PER_INSTANCE));
+        let stream = |stream, name| {
+            LogStream::new(
+                format!("{} {name}", grants.log_prefix),
+                stream,
+                budget.clone(),
+                grants.stderr_warnings.clone(),
+            )
+        };
         if grants.forward_stdio {
-            let budget = Arc::new(AtomicU64::new(MAX_LOG_BYTES_PER_INSTANCE));
-            for (stream, name) in [(Stream::Stdout, "stdout"), (Stream::Stderr, "stderr")] {
-                let log = LogStream::new(
-                    format!("{} {name}", grants.log_prefix),
-                    stream,
-                    budget.clone(),
-                    grants.stderr_warnings.clone(),
-                );
-                match stream {
-                    Stream::Stdout => b.stdout(log),
-                    Stream::Stderr => b.stderr(log),
-                };
-            }
+            b.stdout(stream(Stream::Stdout, "stdout"));
         }
+        // Kept for a fault's message even when not forwarded.
+        let stderr_tail = Arc::new(StderrTail::default());
+        b.stderr(
+            stream(Stream::Stderr, "stderr").with_tail(stderr_tail.clone(), grants.forward_stdio),
+        );
         // No sockets: neither TCP, UDP nor name lookups (wasi:http does its own connections).
         b.allow_tcp(false)
             .allow_udp(false)
@@ -128,6 +132,7 @@ impl HostState {
             },
             limiter: MemoryLimiter::new(grants.memory_limit),
             write_budget: grants.write_budget.clone(),
+            stderr_tail,
         })
     }
 }

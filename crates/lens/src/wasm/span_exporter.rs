@@ -57,6 +57,12 @@ impl WasmSpanExporter {
         Ok((Self { lanes }, stats))
     }
 
+    /// Calls every instance's `force-flush`, giving up after `timeout` (an export in progress,
+    /// retries included, holds its instance until it ends).
+    pub fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.lanes.force_flush(Some(timeout))
+    }
+
     /// The batch encoding the guest asked for (`typed`, `otlp-protobuf` or `otlp-json`), once
     /// started.
     pub fn encoding(&self) -> Option<&'static str> {
@@ -71,11 +77,11 @@ impl SpanExporter for WasmSpanExporter {
     }
 
     fn force_flush(&self) -> OTelSdkResult {
-        self.lanes.force_flush()
+        self.lanes.force_flush(None)
     }
 
-    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
-        self.lanes.shutdown()
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.lanes.shutdown(Some(timeout))
     }
 
     fn set_resource(&mut self, resource: &Resource) {

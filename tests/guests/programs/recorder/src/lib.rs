@@ -4,7 +4,8 @@
 //! (with `retry_delay_ms`, if set) before accepting; `partial = K` accepts every batch but
 //! reports K items rejected; `temporality` (metrics) is `cumulative` or `delta`; `discard =
 //! true` accepts batches without writing them; `panic_on = NAME` panics (traps) on a typed
-//! batch holding a span, metric or log body of that name.
+//! batch holding a span, metric or log body of that name; `hang = true` blocks every export in
+//! a host call (a sleep) until the host's deadline cancels it.
 
 use std::fs::File;
 use std::io::Write;
@@ -33,6 +34,8 @@ static PARTIAL: AtomicU64 = AtomicU64::new(0);
 static DISCARD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// `panic_on`: the name that makes a typed export trap.
 static PANIC_ON: Mutex<Option<String>> = Mutex::new(None);
+/// `hang = true`: every export sleeps for good.
+static HANG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn value(v: &Value) -> Json {
     match v {
@@ -85,6 +88,10 @@ fn setup(settings: &[(String, String)], resource: &Resource) -> Result<Encoding,
         Ordering::Relaxed,
     );
     *PANIC_ON.lock().unwrap() = get(settings, "panic_on");
+    HANG.store(
+        get(settings, "hang").as_deref() == Some("true"),
+        Ordering::Relaxed,
+    );
     let encoding = match get(settings, "encoding").as_deref() {
         None | Some("typed") => Encoding::Typed,
         Some("otlp") => Encoding::OtlpProtobuf,
@@ -98,6 +105,13 @@ fn setup(settings: &[(String, String)], resource: &Resource) -> Result<Encoding,
 /// Whether batches are accepted unread (`discard`).
 fn discarding() -> bool {
     DISCARD.load(Ordering::Relaxed)
+}
+
+/// With `hang`, blocks for good in a host call (only the host's deadline ends it).
+fn hang_if_asked() {
+    while HANG.load(Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
 }
 
 /// Traps when one of `names` is the `panic_on` setting.
@@ -151,6 +165,7 @@ impl Guest for Recorder {
     }
 
     fn export(batch: Batch) -> Result<(), ExportError> {
+        hang_if_asked();
         answer()?;
         if discarding() {
             return Ok(());

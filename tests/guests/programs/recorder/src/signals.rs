@@ -8,7 +8,9 @@ use crate::lens::exporter::metric_types::{
     MetricBatch, MetricData, MetricNumber, MetricPreferences, Temporality,
 };
 use crate::lens::exporter::types::{Encoding, ExportError, Resource};
-use crate::{Recorder, answer, attrs, discarding, get, panic_on, partial, setup, write};
+use crate::{
+    Recorder, answer, attrs, discarding, get, hang_if_asked, panic_on, partial, setup, write,
+};
 
 fn number(n: &MetricNumber) -> Json {
     match n {
@@ -54,6 +56,7 @@ impl metric_exporter::Guest for Recorder {
     }
 
     fn export(batch: MetricBatch) -> Result<(), ExportError> {
+        hang_if_asked();
         answer()?;
         if discarding() {
             return Ok(());
@@ -121,6 +124,7 @@ impl log_exporter::Guest for Recorder {
     }
 
     fn export(batch: LogBatch) -> Result<(), ExportError> {
+        hang_if_asked();
         answer()?;
         if discarding() {
             return Ok(());

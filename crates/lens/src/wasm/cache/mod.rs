@@ -16,6 +16,10 @@
 //!   unprivileged process can set back), so the index can never hand out a stale SHA-256, and
 //!   a `sha256` pin in the config is still checked against the file's content.
 //!
+//! - `index/<artefact name>.integrity`: the BLAKE3 digest and length of each artefact as
+//!   written (`integrity`). An artefact is checked against it before it is mapped; one that
+//!   differs is reported once (naming the file), compiled again and replaced.
+//!
 //! Artefacts are native code, run outside the sandbox: whoever can write the directory can run
 //! code in every rank that uses it. So, as ssh does with a loose key, the cache is used only if
 //! its directory (and its `index`) and each file read from it belong to this user and are not
@@ -25,10 +29,12 @@
 //! therefore belong to the user running the ranks. It is pruned to `max_mb`
 //! (`LENS_WASM_CACHE_MAX_MB`, default 2048) after each new artefact, least recently used first.
 
-use std::collections::HashMap;
+mod files;
+mod integrity;
+
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
-use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher};
-use std::io::Write;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -38,8 +44,14 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use super::compiler::CompileBounds;
 use crate::config::WasmCacheConfig;
 use crate::config::env::EnvSource;
+use crate::error::LoadError;
+pub use files::untrusted;
+use files::{private_dir, untrusted_path, write_atomically};
+use integrity::Verdict;
+pub use integrity::file_digest;
 
 /// The on-disk cache of compiled components.
 #[derive(Debug)]
@@ -53,6 +65,23 @@ pub struct ArtifactCache {
     /// Compiles in progress, by artefact: a thread loading bytes another thread is compiling
     /// waits for it and maps its artefact, so that one process compiles the same bytes once.
     in_flight: Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
+    /// Artefacts found altered, each reported once.
+    altered: Mutex<HashSet<PathBuf>>,
+}
+
+/// A `.wasm` file read and checked, about to be compiled through the cache.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReadFile<'a> {
+    /// Its bytes.
+    pub wasm: &'a [u8],
+    /// Their SHA-256, hex.
+    pub sha256: &'a str,
+    /// Where it was read, and its metadata then (the index's key).
+    pub path: &'a Path,
+    /// Its metadata when read.
+    pub meta: &'a fs::Metadata,
+    /// The bounds of compiling it.
+    pub bounds: CompileBounds,
 }
 
 /// Hits and misses of the compilation cache so far, and where it lives.
@@ -116,79 +145,6 @@ fn engine_hash(engine: &Engine) -> u64 {
     h.finish()
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename: readers never see a torn file.
-/// The temporary name is unique per write (process, a per-process random value for ranks on
-/// other hosts sharing the directory, a counter for threads), so no two writers share one; it
-/// is removed if the write fails.
-/// Creates `dir` and its missing parents readable and writable by this user only (the cache
-/// holds native code).
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static WRITES: AtomicUsize = AtomicUsize::new(0);
-    static NONCE: OnceLock<u64> = OnceLock::new();
-    let nonce = NONCE.get_or_init(|| std::hash::RandomState::new().build_hasher().finish());
-    let tmp = path.with_extension(format!(
-        "tmp{}-{nonce:x}-{}",
-        std::process::id(),
-        WRITES.fetch_add(1, Relaxed)
-    ));
-    let written = (|| {
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = File::options()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written
-}
-
-/// Why a file or directory of the cache cannot be trusted to hold code this user will run:
-/// it belongs to another user, or its group or everyone may write it.
-pub fn untrusted(mode: u32, owner: u32, me: u32) -> Option<String> {
-    if owner != me {
-        return Some(format!(
-            "it belongs to uid {owner}, not to this user (uid {me})"
-        ));
-    }
-    if mode & 0o022 != 0 {
-        return Some(format!(
-            "its group or everyone may write it (mode {:o})",
-            mode & 0o7777
-        ));
-    }
-    None
-}
-
-/// [`untrusted`] for `path`: a directory through any symbolic link to it (a cache under a
-/// linked `~/.cache` is common), a file as itself (a link's mode is 0777: a planted link is
-/// refused). `None` when the path does not exist.
-fn untrusted_path(path: &Path, dir: bool) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = if dir {
-        fs::metadata(path)
-    } else {
-        fs::symlink_metadata(path)
-    }
-    .ok()?;
-    // SAFETY: `geteuid` has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    untrusted(meta.mode(), meta.uid(), me)
-}
-
 impl ArtifactCache {
     /// A cache in `dir`, pruned to `max_bytes`.
     pub fn new(dir: impl Into<PathBuf>, max_bytes: u64) -> Self {
@@ -199,6 +155,7 @@ impl ArtifactCache {
             misses: AtomicUsize::new(0),
             distrust: OnceLock::new(),
             in_flight: Mutex::default(),
+            altered: Mutex::default(),
         }
     }
 
@@ -266,18 +223,51 @@ impl ArtifactCache {
         (sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit())).then(|| sha.to_string())
     }
 
-    /// The compiled component for `sha256`, mapped from disk; `None` when absent or unusable
-    /// (an unusable artefact is removed, and the caller compiles again).
+    /// The compiled component for `sha256`, mapped from disk once checked against its
+    /// integrity record; `None` when absent, unrecorded, altered or unusable (the caller then
+    /// compiles and the artefact is replaced). Quiet: an artefact that differs from its record
+    /// may be one another process is replacing, so only [`Self::get_or_compile`], holding the
+    /// entry's lock, reports it.
     pub(crate) fn get(&self, sha256: &str, engine: &Engine) -> Option<Component> {
+        self.lookup(sha256, engine, false)
+    }
+
+    fn lookup(&self, sha256: &str, engine: &Engine, report: bool) -> Option<Component> {
         let path = self.artifact(sha256, engine);
         if !self.trusted() || !path.is_file() || !self.file_trusted(&path) {
             return None;
         }
+        match integrity::verify(&self.dir.join("index"), &path) {
+            Verdict::Intact => {}
+            Verdict::Unrecorded => {
+                log::debug!(
+                    "wasm cache: {} has no integrity record; compiling again",
+                    path.display()
+                );
+                return None;
+            }
+            Verdict::Altered(why) => {
+                if report
+                    && self
+                        .altered
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(path.clone())
+                {
+                    log::warn!(
+                        "wasm cache: {} was altered after it was written ({why}); it is not \
+                         loaded: compiling again and replacing it",
+                        path.display()
+                    );
+                }
+                return None;
+            }
+        }
         // SAFETY: the file and its directory belong to this user and nobody else may write
-        // them (checked just above), so it was written by `store` from
-        // `Engine::precompile_component` for an engine with the same compatibility hash;
-        // wasmtime checks its header and engine settings again before using it. Mapping can
-        // fail where the directory is mounted `noexec`: then the bytes are read instead.
+        // them, and its content is what `store` wrote from `Engine::precompile_component` for
+        // an engine with the same compatibility hash (both checked just above); wasmtime checks
+        // its header and engine settings again before using it. Mapping can fail where the
+        // directory is mounted `noexec`: then the bytes are read instead.
         let loaded = unsafe { Component::deserialize_file(engine, &path) }.or_else(|mapped| {
             let bytes = fs::read(&path)?;
             log::debug!(
@@ -302,6 +292,7 @@ impl ArtifactCache {
                     path.display()
                 );
                 let _ = fs::remove_file(&path);
+                integrity::remove_record(&self.dir.join("index"), &path);
                 None
             }
         }
@@ -314,12 +305,9 @@ impl ArtifactCache {
     pub(crate) fn get_or_compile(
         &self,
         engine: &Engine,
-        wasm: &[u8],
-        sha256: &str,
-        path: &Path,
-        meta: &fs::Metadata,
-    ) -> wasmtime::Result<Component> {
-        let key = self.artifact(sha256, engine);
+        file: &ReadFile<'_>,
+    ) -> Result<Component, LoadError> {
+        let key = self.artifact(file.sha256, engine);
         let slot = self
             .in_flight
             .lock()
@@ -330,12 +318,12 @@ impl ArtifactCache {
         let compiled = {
             let _turn = slot.lock().unwrap_or_else(|p| p.into_inner());
             let _entry = self.lock_entry(&key);
-            match self.get(sha256, engine) {
+            match self.lookup(file.sha256, engine, true) {
                 Some(component) => {
-                    let _ = self.remember(path, meta, sha256);
+                    let _ = self.remember(file.path, file.meta, file.sha256);
                     Ok(component)
                 }
-                None => self.compile(engine, wasm, sha256, path, meta),
+                None => self.compile(engine, file),
             }
         };
         self.in_flight
@@ -371,19 +359,14 @@ impl ArtifactCache {
 
     /// Compiles `wasm` once, stores the artefact and the file's index entry, and returns the
     /// component. A cache that cannot be written only costs the next start its compile.
-    fn compile(
-        &self,
-        engine: &Engine,
-        wasm: &[u8],
-        sha256: &str,
-        path: &Path,
-        meta: &fs::Metadata,
-    ) -> wasmtime::Result<Component> {
+    fn compile(&self, engine: &Engine, file: &ReadFile<'_>) -> Result<Component, LoadError> {
         self.misses.fetch_add(1, Relaxed);
-        let compiled = engine.precompile_component(wasm)?;
-        // SAFETY: `compiled` was produced just now by this engine.
-        let component = unsafe { Component::deserialize(engine, &compiled)? };
-        if let Err(e) = self.store(engine, &compiled, sha256, path, meta) {
+        let compiled = super::compiler::precompile(engine, file.wasm, file.bounds)?;
+        // SAFETY: `compiled` was produced just now by `Engine::precompile_component` for an
+        // engine with this one's settings (wasmtime checks them again).
+        let component = unsafe { Component::deserialize(engine, &compiled) }
+            .map_err(|e| LoadError::Invalid { source: e.into() })?;
+        if let Err(e) = self.store(engine, &compiled, file) {
             log::warn!(
                 "wasm cache: cannot write to {}: {e}; the next start compiles again",
                 self.dir.display()
@@ -392,21 +375,18 @@ impl ArtifactCache {
         Ok(component)
     }
 
-    fn store(
-        &self,
-        engine: &Engine,
-        compiled: &[u8],
-        sha256: &str,
-        path: &Path,
-        meta: &fs::Metadata,
-    ) -> std::io::Result<()> {
+    fn store(&self, engine: &Engine, compiled: &[u8], file: &ReadFile<'_>) -> std::io::Result<()> {
         if !self.trusted() {
             return Ok(()); // said once already; nothing is written there
         }
-        private_dir(&self.dir.join("index"))?;
-        let artifact = self.artifact(sha256, engine);
+        let index = self.dir.join("index");
+        private_dir(&index)?;
+        let artifact = self.artifact(file.sha256, engine);
+        // The record first: a reader never finds a new artefact with no record, and one that
+        // finds the old artefact with the new record waits for this writer's lock.
+        integrity::write_record(&index, &artifact, compiled)?;
         write_atomically(&artifact, compiled)?;
-        self.remember(path, meta, sha256)?;
+        self.remember(file.path, file.meta, file.sha256)?;
         self.prune(&artifact);
         Ok(())
     }
@@ -449,33 +429,10 @@ impl ArtifactCache {
                 continue;
             }
             if fs::remove_file(&path).is_ok() {
+                integrity::remove_record(&self.dir.join("index"), &path);
                 total -= len;
                 log::debug!("wasm cache: pruned {}", path.display());
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::untrusted;
-
-    #[test]
-    fn only_this_user_may_write_what_the_cache_runs() {
-        assert_eq!(untrusted(0o40700, 1000, 1000), None);
-        assert_eq!(untrusted(0o100600, 1000, 1000), None);
-        assert_eq!(untrusted(0o100644, 1000, 1000), None);
-        assert_eq!(
-            untrusted(0o40777, 1000, 1000).as_deref(),
-            Some("its group or everyone may write it (mode 777)")
-        );
-        assert_eq!(
-            untrusted(0o100620, 1000, 1000).as_deref(),
-            Some("its group or everyone may write it (mode 620)")
-        );
-        assert_eq!(
-            untrusted(0o40700, 0, 1000).as_deref(),
-            Some("it belongs to uid 0, not to this user (uid 1000)")
-        );
     }
 }

@@ -1,0 +1,280 @@
+//! Compiling a component: in a child process with bounded memory and time where the program
+//! names one, else in this process.
+//!
+//! Compilation runs the host's own code on the guest's bytes, outside every sandbox limit, and
+//! wasmtime cannot interrupt it. [`super::structure`] refuses the shapes known to blow up; what
+//! is left is bounded here: when a worker command is registered ([`use_worker`]: the `lens`
+//! command line registers itself, the Python package its interpreter), each compile runs in
+//! that child under `RLIMIT_DATA` (its heap) and `RLIMIT_CPU`, killed at a wall-clock deadline,
+//! and only the compiled artefact comes back on its stdout. A compile over a bound is a
+//! [`CompileError`] naming the bound, and this process never held the memory. Without a worker
+//! (a Rust program linking Lens that did not register one) compilation happens in-process,
+//! bounded by the structure limits only.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use wasmtime::Engine;
+
+/// Default of `compile_memory_mib`: the heap a compile may use (the Python example guest
+/// needs about 400 MiB).
+pub const DEFAULT_COMPILE_MEMORY_MIB: u64 = 2048;
+/// Default of `compile_timeout_ms`: how long a compile may take, wall clock and CPU (a Python
+/// guest takes seconds in a release build, tens of seconds in a debug build).
+pub const DEFAULT_COMPILE_TIMEOUT_MS: u64 = 300_000;
+
+/// Bounds of one compile in a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompileBounds {
+    /// Heap of the worker (`RLIMIT_DATA`), MiB.
+    pub memory_mib: u64,
+    /// Wall clock and CPU time of the worker.
+    pub timeout: Duration,
+}
+
+impl Default for CompileBounds {
+    fn default() -> Self {
+        Self {
+            memory_mib: DEFAULT_COMPILE_MEMORY_MIB,
+            timeout: Duration::from_millis(DEFAULT_COMPILE_TIMEOUT_MS),
+        }
+    }
+}
+
+/// Why a compile failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompileError {
+    /// wasmtime refused the component (validation or compilation).
+    #[error("{0}")]
+    Refused(String),
+    /// The worker ran out of its memory bound.
+    #[error("compiling it needed more than {memory_mib} MiB (`compile_memory_mib`): refused")]
+    OutOfMemory {
+        /// The bound.
+        memory_mib: u64,
+    },
+    /// The worker ran past its time bound and was killed.
+    #[error("compiling it took longer than {timeout:?} (`compile_timeout_ms`): refused")]
+    TimedOut {
+        /// The bound.
+        timeout: Duration,
+    },
+    /// The worker could not be run, or died for another reason.
+    #[error("the compile worker failed: {0}")]
+    Worker(String),
+}
+
+/// The command compiling in a child: a program and its arguments (the worker then reads the
+/// request on its stdin, see [`serve_worker`]).
+static WORKER: OnceLock<(PathBuf, Vec<OsString>)> = OnceLock::new();
+
+/// Compiles in `program args…` from now on (once per process; a later call is ignored). The
+/// command must call [`serve_worker`] and exit with its code.
+pub fn use_worker(
+    program: impl Into<PathBuf>,
+    args: impl IntoIterator<Item = impl Into<OsString>>,
+) {
+    let _ = WORKER.set((program.into(), args.into_iter().map(Into::into).collect()));
+}
+
+/// Whether compiles run in a worker.
+pub fn uses_worker() -> bool {
+    WORKER.get().is_some()
+}
+
+/// The first line of a request: the engine it is for.
+fn request_header(fuel: bool) -> String {
+    format!("lens-compile 1 fuel={}\n", u8::from(fuel))
+}
+
+/// Compiles `wasm` for `engine` into an artefact for `Component::deserialize`: in the worker
+/// when there is one, under `bounds`, else here.
+pub fn precompile(
+    engine: &Engine,
+    wasm: &[u8],
+    bounds: CompileBounds,
+) -> Result<Vec<u8>, CompileError> {
+    let Some((program, args)) = WORKER.get() else {
+        return engine
+            .precompile_component(wasm)
+            .map_err(|e| CompileError::Refused(format!("{e:#}")));
+    };
+    let fuel = super::engine::uses_fuel(engine);
+    let mut child = match spawn(program, args, bounds) {
+        Ok(child) => child,
+        // No process to spare (a process limit, the program gone): the compile happens here,
+        // still behind the structure limits, rather than the rank losing its exporter.
+        Err(e) => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                log::warn!("{e}; compiling in this process, without the compile bounds")
+            });
+            return engine
+                .precompile_component(wasm)
+                .map_err(|e| CompileError::Refused(format!("{e:#}")));
+        }
+    };
+    let mut stdin = child.stdin.take().expect("piped");
+    let request = [request_header(fuel).as_bytes(), wasm].concat();
+    let writer = std::thread::spawn(move || {
+        // A worker that dies early closes the pipe: its status says why.
+        let _ = stdin.write_all(&request);
+    });
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut artefact = Vec::new();
+        stdout.read_to_end(&mut artefact).map(|_| artefact)
+    });
+    let mut stderr = child.stderr.take().expect("piped");
+    let errors = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = (&mut stderr).take(64 << 10).read_to_end(&mut text);
+        String::from_utf8_lossy(&text).into_owned()
+    });
+    let deadline = Instant::now() + bounds.timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(CompileError::TimedOut {
+                    timeout: bounds.timeout,
+                });
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(CompileError::Worker(e.to_string())),
+        }
+    };
+    let _ = writer.join();
+    let artefact = reader.join().ok().and_then(Result::ok);
+    let errors = errors.join().unwrap_or_default();
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => artefact.ok_or_else(|| CompileError::Worker("no artefact".into())),
+        (Some(WORKER_REFUSED), _) => Err(CompileError::Refused(errors.trim().to_string())),
+        (Some(WORKER_OUT_OF_MEMORY), _) => Err(CompileError::OutOfMemory {
+            memory_mib: bounds.memory_mib,
+        }),
+        // A failed allocation aborts (SIGABRT) after saying so; RLIMIT_CPU sends SIGXCPU,
+        // then SIGKILL.
+        (_, Some(libc::SIGABRT)) if errors.contains("memory allocation of") => {
+            Err(CompileError::OutOfMemory {
+                memory_mib: bounds.memory_mib,
+            })
+        }
+        (_, Some(libc::SIGXCPU | libc::SIGKILL)) => Err(CompileError::TimedOut {
+            timeout: bounds.timeout,
+        }),
+        _ => Err(CompileError::Worker(format!(
+            "{status}: {}",
+            errors.lines().last().unwrap_or("no message")
+        ))),
+    }
+}
+
+/// Exit code of a worker whose compile wasmtime refused (the message is on its stderr).
+const WORKER_REFUSED: i32 = 3;
+/// Exit code of a worker that could not allocate.
+const WORKER_OUT_OF_MEMORY: i32 = 4;
+
+fn spawn(
+    program: &PathBuf,
+    args: &[OsString],
+    bounds: CompileBounds,
+) -> Result<std::process::Child, CompileError> {
+    use std::os::unix::process::CommandExt;
+    let data = bounds.memory_mib.saturating_mul(1 << 20);
+    let cpu = bounds.timeout.as_secs().max(1);
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: between fork and exec the closure only calls `setrlimit`, which is
+    // async-signal-safe, and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            let set = |resource, soft: u64, hard: u64| {
+                let limit = libc::rlimit {
+                    rlim_cur: soft as libc::rlim_t,
+                    rlim_max: hard as libc::rlim_t,
+                };
+                if libc::setrlimit(resource, &limit) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            };
+            set(libc::RLIMIT_DATA, data, data)?;
+            // SIGXCPU at the soft limit, SIGKILL a second later.
+            set(libc::RLIMIT_CPU, cpu, cpu + 1)?;
+            Ok(())
+        });
+    }
+    command
+        .spawn()
+        .map_err(|e| CompileError::Worker(format!("cannot start {}: {e}", program.display())))
+}
+
+/// The worker's side: reads a request on stdin (a header line, then the component), compiles
+/// it and writes the artefact on stdout. Returns the exit code: 0 compiled, 2 a bad request,
+/// 3 refused by wasmtime (its message on stderr), 4 out of memory.
+pub fn serve_worker() -> u8 {
+    let mut request = Vec::new();
+    if let Err(e) = std::io::stdin().lock().read_to_end(&mut request) {
+        eprintln!("cannot read the request: {e}");
+        return 2;
+    }
+    let Some(newline) = request.iter().position(|&b| b == b'\n') else {
+        eprintln!("no request header");
+        return 2;
+    };
+    let fuel = match &request[..=newline] {
+        h if h == request_header(false).as_bytes() => false,
+        h if h == request_header(true).as_bytes() => true,
+        _ => {
+            eprintln!("unknown request header");
+            return 2;
+        }
+    };
+    let engine = match super::engine::compile_only_engine(fuel) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    // An allocation failure in Rust aborts; a failed `mmap` inside wasmtime is an error whose
+    // text says so. Both are the memory bound.
+    match engine.precompile_component(&request[newline + 1..]) {
+        // Flushed here: a worker inside another runtime (a Python interpreter) exits without
+        // Rust's own flush of stdout's buffer.
+        Ok(artefact) => match std::io::stdout()
+            .lock()
+            .write_all(&artefact)
+            .and_then(|()| std::io::stdout().flush())
+        {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("cannot write the artefact: {e}");
+                2
+            }
+        },
+        Err(e) => {
+            let text = format!("{e:#}");
+            eprintln!("{text}");
+            if text.contains("Cannot allocate memory") || text.contains("out of memory") {
+                WORKER_OUT_OF_MEMORY as u8
+            } else {
+                WORKER_REFUSED as u8
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Compiling a configuration's components into the cache before the ranks start.
+//!
+//! Ranks of a node starting with a cold cache would each wait for the first to compile (one
+//! compile per component, under the entry's lock, [`super::cache`]); a launcher that warms the
+//! cache first (`lens compile`, `lens demo`) makes every rank's load a cached one, and reports
+//! a bad file once, before any rank starts.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::{LoadChecks, cache, engine, load};
+use crate::LensConfig;
+use crate::config::ExporterSpec;
+use crate::config::env::EnvSource;
+use crate::error::{LensError, WasmSetupError};
+
+/// What warming did for one component (one file, one engine), used by the named exporters.
+#[derive(Debug)]
+pub struct Warmed {
+    /// The component file.
+    pub path: PathBuf,
+    /// The exporters using it, by display name.
+    pub exporters: Vec<String>,
+    /// Whether the cache held it already (`Ok(false)`: compiled now), or why it does not load.
+    pub outcome: Result<bool, LensError>,
+    /// Time to load it.
+    pub elapsed: Duration,
+}
+
+/// Loads every wasm exporter of `config` once through its compilation cache (`env` names the
+/// cache directory as the ranks would see it). `Err` when the cache is disabled: nothing would
+/// be kept for the ranks.
+pub fn warm_cache(config: &LensConfig, env: &dyn EnvSource) -> Result<Vec<Warmed>, String> {
+    let Some(shared) = cache::shared(&config.wasm_cache, env) else {
+        return Err(String::from(
+            "the compilation cache is off (`[wasm_cache] enabled = false`, \
+             LENS_WASM_CACHE=off or no HOME): nothing to warm",
+        ));
+    };
+    let mut warmed: Vec<(bool, Warmed)> = Vec::new();
+    for (_, _, entry) in config.exporter_entries() {
+        let ExporterSpec::Wasm(spec) = entry else {
+            continue;
+        };
+        let fuel = spec.fuel_per_call.is_some();
+        let name = entry.display_name();
+        if let Some((_, w)) = warmed
+            .iter_mut()
+            .find(|(f, w)| *f == fuel && w.path == spec.path)
+        {
+            if !w.exporters.contains(&name) {
+                w.exporters.push(name);
+            }
+            continue;
+        }
+        let started = Instant::now();
+        let hits = shared.stats().hits;
+        let setup_error = |source: WasmSetupError| crate::wasm::setup_error(&name, spec, source);
+        let outcome = engine::engine(fuel)
+            .map_err(setup_error)
+            .and_then(|engine| {
+                load(&spec.path, LoadChecks::of(spec), engine, Some(shared))
+                    .map_err(|e| setup_error(e.into()))
+            })
+            .map(|_| shared.stats().hits > hits);
+        warmed.push((
+            fuel,
+            Warmed {
+                path: spec.path.clone(),
+                exporters: vec![name],
+                outcome,
+                elapsed: started.elapsed(),
+            },
+        ));
+    }
+    Ok(warmed.into_iter().map(|(_, w)| w).collect())
+}
