@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use lens::LoadError;
+use lens::wasm::cache::ArtifactCache;
 use lens::wasm::compiler::{CompileBounds, CompileError, use_worker};
 use lens::wasm::engine::engine;
 use lens::wasm::{LoadChecks, StructureLimits, load};
@@ -139,6 +140,35 @@ fn a_compile_is_bounded_in_memory_and_time_in_its_worker() {
             err.to_string(),
             "compiling it took longer than 1s (`compile_timeout_ms`): refused"
         );
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+
+        // Ranks waiting on the same cache entry are refused at once after the first compile
+        // ran out of time, rather than each running into the deadline in turn.
+        let cache = ArtifactCache::new(dir.path().join("cache"), u64::MAX);
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            let loads: Vec<_> = (0..3)
+                .map(|_| {
+                    scope.spawn(|| {
+                        load(
+                            &python,
+                            unlimited(bounds),
+                            engine(false).unwrap(),
+                            Some(&cache),
+                        )
+                    })
+                })
+                .collect();
+            for l in loads {
+                let err = l.join().unwrap().err().expect("refused");
+                assert!(err.to_string().contains("took longer than 1s"), "{err}");
+            }
+        });
+        assert_eq!(cache.stats().misses, 1, "one compile");
         assert!(
             started.elapsed() < Duration::from_secs(3),
             "{:?}",

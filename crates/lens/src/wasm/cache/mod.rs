@@ -16,6 +16,8 @@
 //!   unprivileged process can set back), so the index can never hand out a stale SHA-256, and
 //!   a `sha256` pin in the config is still checked against the file's content.
 //!
+//! - `index/<artefact name>.refused`: a compile that ran out of its memory or time bound,
+//!   which the ranks waiting for the same entry then do not repeat (`refusal`).
 //! - `index/<artefact name>.integrity`: the BLAKE3 digest and length of each artefact as
 //!   written (`integrity`). An artefact is checked against it before it is mapped; one that
 //!   differs is reported once (naming the file), compiled again and replaced.
@@ -31,6 +33,7 @@
 
 mod files;
 mod integrity;
+mod refusal;
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
@@ -52,6 +55,7 @@ pub use files::untrusted;
 use files::{private_dir, untrusted_path, write_atomically};
 use integrity::Verdict;
 pub use integrity::file_digest;
+pub use refusal::REFUSAL_TTL;
 
 /// The on-disk cache of compiled components.
 #[derive(Debug)]
@@ -360,8 +364,28 @@ impl ArtifactCache {
     /// Compiles `wasm` once, stores the artefact and the file's index entry, and returns the
     /// component. A cache that cannot be written only costs the next start its compile.
     fn compile(&self, engine: &Engine, file: &ReadFile<'_>) -> Result<Component, LoadError> {
+        let index = self.dir.join("index");
+        let artifact = self.artifact(file.sha256, engine);
+        if self.trusted()
+            && let Some(refused) = refusal::recorded(&index, &artifact, file.bounds)
+        {
+            log::debug!(
+                "wasm cache: {} was refused by a compile moments ago; not compiling again",
+                artifact.display()
+            );
+            return Err(refused.into());
+        }
         self.misses.fetch_add(1, Relaxed);
-        let compiled = super::compiler::precompile(engine, file.wasm, file.bounds)?;
+        let compiled =
+            super::compiler::precompile(engine, file.wasm, file.bounds).map_err(|e| {
+                if self.trusted() && private_dir(&index).is_ok() {
+                    refusal::record(&index, &artifact, &e);
+                }
+                e
+            })?;
+        if self.trusted() {
+            refusal::clear(&index, &artifact);
+        }
         // SAFETY: `compiled` was produced just now by `Engine::precompile_component` for an
         // engine with this one's settings (wasmtime checks them again).
         let component = unsafe { Component::deserialize(engine, &compiled) }
