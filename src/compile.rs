@@ -1,12 +1,10 @@
 //! `lens compile`: the compilation cache warmed before a job's ranks start.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use lens::LensConfig;
 use lens::config::env::ProcessEnv;
-use lens::config::{ExporterSpec, SignalConfig, WasmExporterSpec};
 
 use super::EXIT_BAD_INPUT;
 
@@ -20,41 +18,8 @@ pub struct CompileArgs {
     fuel: bool,
 }
 
-/// The configuration `file` stands for: the file itself, or the environment's configuration
-/// with one exporter for a `.wasm` file.
-fn config_for(args: &CompileArgs) -> Result<LensConfig, String> {
-    let is_wasm = std::fs::File::open(&args.file)
-        .and_then(|mut f| {
-            use std::io::Read;
-            let mut magic = [0u8; 4];
-            f.read_exact(&mut magic).map(|_| &magic == b"\0asm")
-        })
-        .unwrap_or(false);
-    if !is_wasm {
-        return LensConfig::load(Some(&args.file)).map_err(|e| e.to_string());
-    }
-    let mut config = LensConfig::load(None).map_err(|e| e.to_string())?;
-    config.traces = SignalConfig {
-        exporters: vec![ExporterSpec::Wasm(WasmExporterSpec {
-            path: args.file.clone(),
-            fuel_per_call: args.fuel.then_some(u64::MAX),
-            ..Default::default()
-        })],
-    };
-    config.metrics.exporters.clear();
-    config.logs.exporters.clear();
-    Ok(config)
-}
-
 pub fn run(args: CompileArgs) -> ExitCode {
-    let config = match config_for(&args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
-    };
-    let warmed = match lens::wasm::warm_cache(&config, &ProcessEnv) {
+    let warmed = match lens::wasm::warm::warm_file(&args.file, args.fuel, &ProcessEnv) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("error: {e}");
@@ -66,27 +31,26 @@ pub fn run(args: CompileArgs) -> ExitCode {
     }
     let mut failed = false;
     for w in &warmed {
-        let what = match &w.outcome {
-            Ok(true) => String::from("already in the cache"),
-            Ok(false) => format!("compiled in {:.1} s", w.elapsed.as_secs_f64()),
+        match &w.outcome {
+            Ok(cached) => println!(
+                "{} ({}): {}",
+                w.path.display(),
+                w.exporters.join(", "),
+                if *cached {
+                    String::from("already in the cache")
+                } else {
+                    format!("compiled in {:.1} s", w.elapsed.as_secs_f64())
+                }
+            ),
             Err(e) => {
                 failed = true;
                 eprintln!("error: {e}");
-                continue;
             }
-        };
-        println!("{} ({}): {what}", display(&w.path), w.exporters.join(", "));
-    }
-    if let Some(dir) = lens::wasm::cache::shared(&config.wasm_cache, &ProcessEnv) {
-        println!("cache: {}", dir.stats().directory.display());
+        }
     }
     if failed {
         ExitCode::from(EXIT_BAD_INPUT)
     } else {
         ExitCode::SUCCESS
     }
-}
-
-fn display(path: &Path) -> String {
-    path.display().to_string()
 }

@@ -277,6 +277,38 @@ fn read_spans(spans: &Bound<'_, PyAny>) -> PyResult<usize> {
     Ok(convert::batch(spans)?.spans.len())
 }
 
+/// One component [`compile`] put in the cache: its path, the exporters using it, whether the
+/// cache held it already, and the seconds it took.
+type Compiled = (String, Vec<String>, bool, f64);
+
+/// Compiles the component at `path` (a `.wasm` file, or every wasm exporter of a Lens config
+/// file) into the compilation cache: `[(path, exporters, was_cached, seconds)]`. Raises
+/// `ExporterLoadError` naming the first that does not load, after trying them all.
+#[pyfunction]
+#[pyo3(signature = (path, *, fuel = false))]
+fn compile(py: Python<'_>, path: PathBuf, fuel: bool) -> PyResult<Vec<Compiled>> {
+    let warmed = py
+        .detach(|| lens::wasm::warm::warm_file(&path, fuel, &lens::config::env::ProcessEnv))
+        .map_err(ExporterLoadError::new_err)?;
+    let mut done = Vec::new();
+    let mut failures = Vec::new();
+    for w in warmed {
+        match w.outcome {
+            Ok(cached) => done.push((
+                w.path.display().to_string(),
+                w.exporters,
+                cached,
+                w.elapsed.as_secs_f64(),
+            )),
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    match failures.first() {
+        Some(first) => Err(ExporterLoadError::new_err(first.clone())),
+        None => Ok(done),
+    }
+}
+
 /// The compile worker's side (`lens::wasm::compiler`): what the child this module starts for
 /// each compile runs; its exit code.
 #[pyfunction]
@@ -310,6 +342,7 @@ fn _lens(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<WasmExporterCore>()?;
     m.add_function(wrap_pyfunction!(read_spans, m)?)?;
     m.add_function(wrap_pyfunction!(_compile_worker, m)?)?;
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
     use_compile_worker(m.py())?;
     m.add("ExporterLoadError", m.py().get_type::<ExporterLoadError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

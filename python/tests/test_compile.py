@@ -5,6 +5,8 @@ hung ``init`` holds the rank for ``init_timeout_ms`` only."""
 from __future__ import annotations
 
 import pathlib
+import subprocess
+import sys
 import time
 
 import lens
@@ -82,3 +84,24 @@ def test_a_hung_init_holds_the_rank_for_init_timeout_ms_only(guests):
             init_timeout_ms=200,
         )
     assert time.monotonic() - started < 5.0
+
+
+def test_lens_compile_fills_the_cache_and_names_a_bad_file(tmp_path, guests, fresh_cache):
+    [(path, exporters, cached, _)] = lens.compile(guests["recorder"])
+    assert (path, exporters, cached) == (guests["recorder"], ["recorder"], False)
+    assert len(list(fresh_cache.glob("*.cwasm"))) == 1
+    assert lens.compile(guests["recorder"])[0][2] is True
+    nested = tmp_path / "nested.wasm"
+    nested.write_bytes(nested_component(10_000))
+    run = subprocess.run(
+        [sys.executable, "-m", "lens", "compile", str(nested)], capture_output=True, text=True
+    )
+    assert run.returncode == 2, run
+    assert "nested.wasm" in run.stderr and "the limit is 16" in run.stderr, run.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "lens", "compile", guests["recorder"]],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run
+    assert run.stdout.endswith("(recorder): already in the cache\n"), run.stdout

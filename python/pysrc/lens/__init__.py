@@ -24,9 +24,9 @@ from typing import Any
 
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from lens._lens import ExporterLoadError, WasmExporterCore, __version__
+from lens._lens import ExporterLoadError, WasmExporterCore, __version__, compile
 
-__all__ = ["ExporterLoadError", "WasmSpanExporter", "__version__"]
+__all__ = ["ExporterLoadError", "WasmSpanExporter", "__version__", "compile"]
 
 
 class WasmSpanExporter(SpanExporter):

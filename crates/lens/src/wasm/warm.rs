@@ -5,13 +5,13 @@
 //! cache first (`lens compile`, `lens demo`) makes every rank's load a cached one, and reports
 //! a bad file once, before any rank starts.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{LoadChecks, cache, engine, load};
 use crate::LensConfig;
-use crate::config::ExporterSpec;
 use crate::config::env::EnvSource;
+use crate::config::{ExporterSpec, SignalConfig, WasmExporterSpec};
 use crate::error::{LensError, WasmSetupError};
 
 /// What warming did for one component (one file, one engine), used by the named exporters.
@@ -74,4 +74,35 @@ pub fn warm_cache(config: &LensConfig, env: &dyn EnvSource) -> Result<Vec<Warmed
         ));
     }
     Ok(warmed.into_iter().map(|(_, w)| w).collect())
+}
+
+/// [`warm_cache`] for a file: a `.wasm` component (by its header; for exporters with a fuel
+/// budget when `fuel`, whose engine differs), or a config file, every wasm exporter it names.
+/// The cache is the one the environment's configuration (or the file's) names.
+pub fn warm_file(file: &Path, fuel: bool, env: &dyn EnvSource) -> Result<Vec<Warmed>, String> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    let is_wasm = std::fs::File::open(file)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && &magic == b"\0asm";
+    let config = if is_wasm {
+        let mut config = LensConfig::default();
+        config.apply_env(env).map_err(|e| e.to_string())?;
+        config.traces = SignalConfig {
+            exporters: vec![ExporterSpec::Wasm(WasmExporterSpec {
+                path: file.to_path_buf(),
+                fuel_per_call: fuel.then_some(u64::MAX),
+                ..Default::default()
+            })],
+        };
+        config.metrics.exporters.clear();
+        config.logs.exporters.clear();
+        config
+    } else {
+        let mut config = LensConfig::from_file(file).map_err(|e| e.to_string())?;
+        config.apply_env(env).map_err(|e| e.to_string())?;
+        config
+    };
+    warm_cache(&config, env)
 }

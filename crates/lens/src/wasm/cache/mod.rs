@@ -377,11 +377,10 @@ impl ArtifactCache {
         }
         self.misses.fetch_add(1, Relaxed);
         let compiled =
-            super::compiler::precompile(engine, file.wasm, file.bounds).map_err(|e| {
+            super::compiler::precompile(engine, file.wasm, file.bounds).inspect_err(|e| {
                 if self.trusted() && private_dir(&index).is_ok() {
-                    refusal::record(&index, &artifact, &e);
+                    refusal::record(&index, &artifact, e);
                 }
-                e
             })?;
         if self.trusted() {
             refusal::clear(&index, &artifact);
