@@ -424,3 +424,35 @@ fn a_metric_collection_in_flight_at_shutdown_is_counted_as_dropped() {
     assert_eq!(m.received, m.dropped(), "{m:?}");
     assert_eq!(m.dropped_shutdown, m.received, "{m:?}");
 }
+
+/// The same for a log guest hung in `export` at shutdown: its batch in flight and the records
+/// still queued end as dropped at shutdown, each in one counter.
+#[test]
+fn log_records_in_flight_at_shutdown_are_counted_as_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut hung = recorder_at(dir.path(), "l", "l.jsonl", "typed", &[("hang", "true")]);
+    hung.call_timeout_ms = Some(60_000);
+    let handle = install(Vec::new(), Vec::new(), vec![ExporterSpec::Wasm(hung)]).unwrap();
+    let bridge = handle.log_bridge(log::LevelFilter::Info, "t");
+    for i in 0..5 {
+        log::Log::log(
+            &bridge,
+            &log::Record::builder()
+                .level(log::Level::Info)
+                .target("t")
+                .args(format_args!("record {i}"))
+                .build(),
+        );
+    }
+    // The first batch reaches the guest, which never answers.
+    let _ = handle.force_flush(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let _ = handle.shutdown(std::time::Duration::from_secs(1));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let stats = handle.stats();
+    let l = stats.log_exporter("l").unwrap();
+    assert_eq!(l.received, 5, "{l:?}");
+    assert_eq!(l.exported, 0, "{l:?}");
+    assert_eq!(l.dropped(), 5, "{l:?}");
+    assert_eq!(l.pending(), 0, "{l:?}");
+}
