@@ -58,9 +58,6 @@ enum Command {
     /// Validate or show configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// (internal) Compiles one component for a bounded worker (`lens::wasm::compiler`).
-    #[command(hide = true, name = "compile-worker")]
-    CompileWorker,
     /// (internal) One rank of `lens demo`.
     #[command(hide = true)]
     DemoRank(demo::RankArgs),
@@ -86,6 +83,9 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
+    // Compiles of wasm exporters run in a child of this binary, bounded in memory and time
+    // (started with `--lens-compile-worker`, this process is that child).
+    lens::wasm::compiler::enable_worker_process();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_timestamp_millis()
         .init();
@@ -100,13 +100,8 @@ fn main() -> ExitCode {
         // SAFETY: restoring a signal's default disposition has no preconditions.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
-    // Compiles of wasm exporters run in a child of this binary, bounded in memory and time.
-    if let Ok(exe) = std::env::current_exe() {
-        lens::wasm::compiler::use_worker(exe, ["compile-worker"]);
-    }
     match cli.command {
         Command::Compile(args) => compile::run(args),
-        Command::CompileWorker => ExitCode::from(lens::wasm::compiler::serve_worker()),
         Command::Demo(args) => demo::run(args),
         Command::Check(args) => check::run(args),
         Command::DemoRank(args) => demo::run_rank(args),

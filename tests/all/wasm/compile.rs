@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use lens::LoadError;
 use lens::wasm::cache::ArtifactCache;
-use lens::wasm::compiler::{CompileBounds, CompileError, use_worker};
+use lens::wasm::compiler::{CompileBounds, CompileError, WORKER_ARG, use_worker};
 use lens::wasm::engine::engine;
 use lens::wasm::{LoadChecks, StructureLimits, load};
 use lens_test_support::hostile::{nested_component, run_measured};
@@ -100,7 +100,7 @@ fn peak_rss_mib() -> f64 {
 #[test]
 fn a_compile_is_bounded_in_memory_and_time_in_its_worker() {
     isolated(|| {
-        use_worker(env!("CARGO_BIN_EXE_lens"), ["compile-worker"]);
+        use_worker(env!("CARGO_BIN_EXE_lens"), [WORKER_ARG]);
         let dir = tempfile::tempdir().unwrap();
 
         let nested = write(dir.path(), "nested.wasm", &nested_component(10_000));
@@ -182,4 +182,35 @@ fn a_compile_is_bounded_in_memory_and_time_in_its_worker() {
         assert!(!loaded.interfaces.is_empty());
         assert!(peak_rss_mib() < 300.0, "host peak {} MiB", peak_rss_mib());
     });
+}
+
+/// The `lens` command compiles in its own worker (`enable_worker_process`): a config's
+/// `compile_memory_mib` too small for the Python guest refuses it, naming the key, and the
+/// command itself stays small.
+#[test]
+fn the_lens_command_compiles_in_a_bounded_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "lens.toml",
+        format!(
+            "[[traces.exporters]]\nkind = \"wasm\"\npath = {:?}\ncompile_memory_mib = 64\n",
+            lens_test_support::dist("python-jsonl.wasm")
+        )
+        .as_bytes(),
+    );
+    let run = run_measured(
+        crate::lens()
+            .arg("compile")
+            .arg(&config)
+            .env("LENS_WASM_CACHE_DIR", dir.path().join("cache")),
+        256,
+    );
+    let stderr = String::from_utf8_lossy(&run.output.stderr);
+    assert_eq!(run.output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("python-jsonl.wasm")
+            && stderr.contains("compiling it needed more than 64 MiB (`compile_memory_mib`)"),
+        "{stderr}"
+    );
 }

@@ -3,8 +3,9 @@
 //!
 //! Compilation runs the host's own code on the guest's bytes, outside every sandbox limit, and
 //! wasmtime cannot interrupt it. [`super::structure`] refuses the shapes known to blow up; what
-//! is left is bounded here: when a worker command is registered ([`use_worker`]: the `lens`
-//! command line registers itself, the Python package its interpreter), each compile runs in
+//! is left is bounded here: when a worker command is registered ([`enable_worker_process`] in a
+//! program's `main`, as the `lens` command line does; [`use_worker`] for another command, as
+//! the Python package does with its interpreter), each compile runs in
 //! that child under `RLIMIT_DATA` (its heap) and `RLIMIT_CPU`, killed at a wall-clock deadline,
 //! and only the compiled artefact comes back on its stdout. A compile over a bound is a
 //! [`CompileError`] naming the bound, and this process never held the memory. Without a worker
@@ -82,6 +83,27 @@ pub fn use_worker(
     let _ = WORKER.set((program.into(), args.into_iter().map(Into::into).collect()));
 }
 
+/// The argument a program started as its own compile worker receives (see
+/// [`enable_worker_process`]).
+pub const WORKER_ARG: &str = "--lens-compile-worker";
+
+/// Makes this program its own compile worker; call it first in `main`. Started with
+/// [`WORKER_ARG`], the process serves one compile and exits; otherwise it registers its own
+/// executable, so that every compile from now on runs in a bounded child of it.
+///
+/// ```no_run
+/// // First in `main`, before the rank sets up telemetry:
+/// lens::wasm::compiler::enable_worker_process();
+/// ```
+pub fn enable_worker_process() {
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(WORKER_ARG)) {
+        std::process::exit(i32::from(serve_worker()));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        use_worker(exe, [WORKER_ARG]);
+    }
+}
+
 /// Whether compiles run in a worker.
 pub fn uses_worker() -> bool {
     WORKER.get().is_some()
@@ -125,15 +147,25 @@ pub fn precompile(
         // A worker that dies early closes the pipe: its status says why.
         let _ = stdin.write_all(&request);
     });
-    let mut stdout = child.stdout.take().expect("piped");
+    // The artefact cannot be larger than the worker's heap; its messages are kept to their
+    // first 64 KiB, the rest read and dropped (a worker blocked on a full pipe would only time
+    // out).
+    let most = bounds.memory_mib.saturating_mul(1 << 20);
+    let stdout = child.stdout.take().expect("piped");
     let reader = std::thread::spawn(move || {
         let mut artefact = Vec::new();
-        stdout.read_to_end(&mut artefact).map(|_| artefact)
+        stdout
+            .take(most.saturating_add(1))
+            .read_to_end(&mut artefact)
+            .ok()
+            .filter(|_| (artefact.len() as u64) <= most)
+            .map(|_| artefact)
     });
     let mut stderr = child.stderr.take().expect("piped");
     let errors = std::thread::spawn(move || {
         let mut text = Vec::new();
         let _ = (&mut stderr).take(64 << 10).read_to_end(&mut text);
+        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
         String::from_utf8_lossy(&text).into_owned()
     });
     let deadline = Instant::now() + bounds.timeout;
@@ -148,15 +180,20 @@ pub fn precompile(
                 });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(CompileError::Worker(e.to_string())),
+            Err(e) => {
+                let _ = child.kill();
+                return Err(CompileError::Worker(e.to_string()));
+            }
         }
     };
     let _ = writer.join();
-    let artefact = reader.join().ok().and_then(Result::ok);
+    let artefact = reader.join().ok().flatten();
     let errors = errors.join().unwrap_or_default();
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
-        (Some(0), _) => artefact.ok_or_else(|| CompileError::Worker("no artefact".into())),
+        (Some(0), _) => artefact.ok_or_else(|| {
+            CompileError::Worker("no artefact, or one larger than `compile_memory_mib`".into())
+        }),
         (Some(WORKER_REFUSED), _) => Err(CompileError::Refused(errors.trim().to_string())),
         (Some(WORKER_OUT_OF_MEMORY), _) => Err(CompileError::OutOfMemory {
             memory_mib: bounds.memory_mib,
