@@ -42,6 +42,17 @@ fn install(
         .install()
 }
 
+/// Sends `text` at `level` with `target` through a log bridge.
+fn say(bridge: &impl log::Log, target: &str, level: log::Level, text: &str) {
+    bridge.log(
+        &log::Record::builder()
+            .level(level)
+            .target(target)
+            .args(format_args!("{text}"))
+            .build(),
+    );
+}
+
 /// The batches of a recorder file, without its `init` line.
 fn batches(path: &std::path::Path) -> Vec<Json> {
     lines(path)
@@ -88,13 +99,11 @@ fn one_component_serves_three_signals_each_with_its_own_instance_and_counts() {
     }
     let bridge = handle.log_bridge(log::LevelFilter::Info, "train");
     for i in 0..3 {
-        log::Log::log(
+        say(
             &bridge,
-            &log::Record::builder()
-                .level(log::Level::Warn)
-                .target("train")
-                .args(format_args!("checkpoint {i}"))
-                .build(),
+            "train",
+            log::Level::Warn,
+            &format!("checkpoint {i}"),
         );
     }
     handle.shutdown(T).unwrap();
@@ -305,14 +314,7 @@ fn a_metric_or_log_guest_refusing_init_is_disabled_and_the_rank_trains() {
     let handle = install(Vec::new(), vec![bad()], vec![bad()]).unwrap();
     handle.meter("m").u64_counter("c").build().add(1, &[]);
     let bridge = handle.log_bridge(log::LevelFilter::Info, "t");
-    log::Log::log(
-        &bridge,
-        &log::Record::builder()
-            .level(log::Level::Info)
-            .target("t")
-            .args(format_args!("hello"))
-            .build(),
-    );
+    say(&bridge, "t", log::Level::Info, "hello");
     handle.tracer("t").in_span("s", |_| {});
     handle.shutdown(T).unwrap();
     let stats = handle.stats();
@@ -375,19 +377,10 @@ fn a_metric_or_log_guest_that_traps_is_rebuilt_and_its_items_counted() {
     // Logs, in a pipeline: the record `boom` takes its batch down with it; the rank goes on.
     let handle = install(Vec::new(), Vec::new(), vec![trapping("l", "l.jsonl")]).unwrap();
     let bridge = handle.log_bridge(log::LevelFilter::Info, "t");
-    let say = |text: &str| {
-        log::Log::log(
-            &bridge,
-            &log::Record::builder()
-                .level(log::Level::Info)
-                .target("t")
-                .args(format_args!("{text}"))
-                .build(),
-        );
+    for text in ["boom", "fine"] {
+        say(&bridge, "t", log::Level::Info, text);
         handle.force_flush(T).unwrap_or(());
-    };
-    say("boom");
-    say("fine");
+    }
     handle.shutdown(T).unwrap();
     let stats = handle.stats();
     let l = stats.log_exporter("l").unwrap();
@@ -435,14 +428,7 @@ fn log_records_in_flight_at_shutdown_are_counted_as_dropped() {
     let handle = install(Vec::new(), Vec::new(), vec![ExporterSpec::Wasm(hung)]).unwrap();
     let bridge = handle.log_bridge(log::LevelFilter::Info, "t");
     for i in 0..5 {
-        log::Log::log(
-            &bridge,
-            &log::Record::builder()
-                .level(log::Level::Info)
-                .target("t")
-                .args(format_args!("record {i}"))
-                .build(),
-        );
+        say(&bridge, "t", log::Level::Info, &format!("record {i}"));
     }
     // The first batch reaches the guest, which never answers.
     let _ = handle.force_flush(std::time::Duration::from_millis(300));

@@ -17,6 +17,16 @@ pub(super) fn private_dir(dir: &Path) -> std::io::Result<()> {
         .create(dir)
 }
 
+/// Where a record about `artifact` (its integrity, a refused compile) lives in the `index`
+/// directory: `<artefact name>.<kind>`.
+pub(super) fn sidecar(index: &Path, artifact: &Path, kind: &str) -> std::path::PathBuf {
+    let name = artifact
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    index.join(format!("{name}.{kind}"))
+}
+
 /// Writes `bytes` to `path` through a temporary file and a rename: readers never see a torn file.
 /// The temporary name is unique per write (process, a per-process random value for ranks on
 /// other hosts sharing the directory, a counter for threads), so no two writers share one; it

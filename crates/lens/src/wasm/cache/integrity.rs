@@ -15,7 +15,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::files::write_atomically;
+use super::files::{sidecar, write_atomically};
 
 /// What checking an artefact against its record found.
 #[derive(Debug, PartialEq, Eq)]
@@ -30,11 +30,7 @@ pub(super) enum Verdict {
 
 /// Where the record of `artifact` lives in the `index` directory.
 fn record_path(index: &Path, artifact: &Path) -> PathBuf {
-    let name = artifact
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    index.join(format!("{name}.integrity"))
+    sidecar(index, artifact, "integrity")
 }
 
 /// The record's text for `compiled`.

@@ -11,18 +11,14 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::files::write_atomically;
+use super::files::{sidecar, write_atomically};
 use crate::wasm::compiler::{CompileBounds, CompileError};
 
 /// How long a refusal stands for other ranks.
 pub const REFUSAL_TTL: Duration = Duration::from_secs(600);
 
 fn record_path(index: &Path, artifact: &Path) -> PathBuf {
-    let name = artifact
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    index.join(format!("{name}.refused"))
+    sidecar(index, artifact, "refused")
 }
 
 /// Records `error` for `artifact` if it is a bound's refusal (other failures are not).
