@@ -290,23 +290,18 @@ fn compile(py: Python<'_>, path: PathBuf, fuel: bool) -> PyResult<Vec<Compiled>>
     let warmed = py
         .detach(|| lens::wasm::warm::warm_file(&path, fuel, &lens::config::env::ProcessEnv))
         .map_err(ExporterLoadError::new_err)?;
-    let mut done = Vec::new();
-    let mut failures = Vec::new();
-    for w in warmed {
-        match w.outcome {
-            Ok(cached) => done.push((
+    warmed
+        .into_iter()
+        .map(|w| match w.outcome {
+            Ok(cached) => Ok((
                 w.path.display().to_string(),
                 w.exporters,
                 cached,
                 w.elapsed.as_secs_f64(),
             )),
-            Err(e) => failures.push(e.to_string()),
-        }
-    }
-    match failures.first() {
-        Some(first) => Err(ExporterLoadError::new_err(first.clone())),
-        None => Ok(done),
-    }
+            Err(e) => Err(ExporterLoadError::new_err(e.to_string())),
+        })
+        .collect()
 }
 
 /// The compile worker's side (`lens::wasm::compiler`): what the child this module starts for

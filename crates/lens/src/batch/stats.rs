@@ -72,13 +72,6 @@ pub struct DirectExport {
     items: u64,
 }
 
-impl DirectExport {
-    /// Its item count.
-    pub fn items(&self) -> u64 {
-        self.items
-    }
-}
-
 impl ExporterStats {
     /// Counters for the exporter called `name`.
     pub fn new(name: impl Into<String>) -> Self {

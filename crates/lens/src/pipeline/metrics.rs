@@ -40,9 +40,7 @@ impl CountedMetricExporter {
     pub fn new(exporter: MetricExporterKind, stats: Arc<ExporterStats>) -> Self {
         Self { exporter, stats }
     }
-}
 
-impl CountedMetricExporter {
     /// Runs `export` of `metrics`, its data points counted from its start (one still running
     /// at shutdown ends as dropped there).
     async fn counted(

@@ -20,6 +20,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use crate::error::LoadError;
 
 /// Default of `compile_memory_mib`: the heap a compile may use (the Python example guest
 /// needs about 400 MiB).
@@ -102,11 +105,6 @@ pub fn enable_worker_process() {
     if let Ok(exe) = std::env::current_exe() {
         use_worker(exe, [WORKER_ARG]);
     }
-}
-
-/// Whether compiles run in a worker.
-pub fn uses_worker() -> bool {
-    WORKER.get().is_some()
 }
 
 /// The first line of a request: the engine it is for.
@@ -213,6 +211,29 @@ pub fn precompile(
             errors.lines().last().unwrap_or("no message")
         ))),
     }
+}
+
+/// Compiles `wasm` with [`precompile`] and loads the artefact for `engine`.
+pub(crate) fn compile(
+    engine: &Engine,
+    wasm: &[u8],
+    bounds: CompileBounds,
+) -> Result<Component, LoadError> {
+    Ok(load_artefact(engine, precompile(engine, wasm, bounds)?)?.0)
+}
+
+/// The component of `artefact`, just produced by [`precompile`] for `engine`, and the
+/// artefact's bytes (for the cache to store).
+pub(crate) fn load_artefact(
+    engine: &Engine,
+    artefact: Vec<u8>,
+) -> Result<(Component, Vec<u8>), LoadError> {
+    // SAFETY: `artefact` was produced just now by `Engine::precompile_component` for an engine
+    // with this one's settings (this process's, or the worker's, built from the same
+    // configuration; wasmtime checks the settings again).
+    let component = unsafe { Component::deserialize(engine, &artefact) }
+        .map_err(|e| LoadError::Invalid { source: e.into() })?;
+    Ok((component, artefact))
 }
 
 /// Exit code of a worker whose compile wasmtime refused (the message is on its stderr).

@@ -90,7 +90,8 @@ impl Default for LoadChecks<'_> {
 }
 
 impl<'a> LoadChecks<'a> {
-    /// The checks an exporter entry asks for (its pin and `max_file_mib`).
+    /// The checks an exporter entry asks for (its pin, `max_file_mib`, `compile_memory_mib` and
+    /// `compile_timeout_ms`).
     pub fn of(spec: &'a crate::config::WasmExporterSpec) -> Self {
         Self {
             sha256_pin: spec.sha256.as_deref(),
@@ -220,23 +221,9 @@ fn compile(
                 bounds: checks.compile,
             },
         )?,
-        None => compile_uncached(engine, &bytes, checks.compile)?,
+        None => super::compiler::compile(engine, &bytes, checks.compile)?,
     };
     Ok((component, sha256))
-}
-
-/// Compiles `wasm` (in the worker where there is one) and loads the artefact.
-pub(crate) fn compile_uncached(
-    engine: &Engine,
-    wasm: &[u8],
-    bounds: CompileBounds,
-) -> Result<Component, LoadError> {
-    let artefact = super::compiler::precompile(engine, wasm, bounds)?;
-    // SAFETY: `artefact` was produced just now by `Engine::precompile_component` for an engine
-    // with this one's settings (this process's, or the worker's, built from the same
-    // configuration; wasmtime checks the settings again).
-    unsafe { Component::deserialize(engine, &artefact) }
-        .map_err(|e| LoadError::Invalid { source: e.into() })
 }
 
 /// Links `component` against WASI 0.2 and `wasi:http`.

@@ -4,10 +4,10 @@
 //! backoff from [`FIRST_RETRY`] doubling to [`MAX_RETRY_DELAY`], each wait jittered down to
 //! half its length so that many ranks whose backend went away do not come back in step; a
 //! guest's `delay-ms` hint (a `Retry-After`) may lengthen the computed wait, never shorten it
-//! (a guest answering `retryable` with a delay of 0 would otherwise spin, holding its caller). Every attempt must
-//! start before the batch's export deadline: a wait that would end past it gives up, and the
-//! batch is dropped as "export failed after N attempts". The same bounds as the OTLP
-//! exporters' retry policy (`exporter::otlp`).
+//! (a guest answering `retryable` with a delay of 0 would otherwise spin, holding its caller).
+//! Every attempt must start before the batch's export deadline: a wait that would end past it
+//! gives up, and the batch is dropped as "export failed after N attempts". The same bounds as
+//! the OTLP exporters' retry policy (`exporter::otlp`).
 //!
 //! Time and randomness are passed in, so the schedule is tested without sleeping.
 

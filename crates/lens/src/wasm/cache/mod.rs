@@ -376,20 +376,18 @@ impl ArtifactCache {
             return Err(refused.into());
         }
         self.misses.fetch_add(1, Relaxed);
-        let compiled =
-            super::compiler::precompile(engine, file.wasm, file.bounds).inspect_err(|e| {
+        let (component, compiled) = super::compiler::precompile(engine, file.wasm, file.bounds)
+            .inspect_err(|e| {
                 if self.trusted() && private_dir(&index).is_ok() {
                     refusal::record(&index, &artifact, e);
                 }
-            })?;
+            })
+            .map_err(LoadError::from)
+            .and_then(|artefact| super::compiler::load_artefact(engine, artefact))?;
         if self.trusted() {
             refusal::clear(&index, &artifact);
         }
-        // SAFETY: `compiled` was produced just now by `Engine::precompile_component` for an
-        // engine with this one's settings (wasmtime checks them again).
-        let component = unsafe { Component::deserialize(engine, &compiled) }
-            .map_err(|e| LoadError::Invalid { source: e.into() })?;
-        if let Err(e) = self.store(engine, &compiled, file) {
+        if let Err(e) = self.store(&artifact, &compiled, file) {
             log::warn!(
                 "wasm cache: cannot write to {}: {e}; the next start compiles again",
                 self.dir.display()
@@ -398,19 +396,19 @@ impl ArtifactCache {
         Ok(component)
     }
 
-    fn store(&self, engine: &Engine, compiled: &[u8], file: &ReadFile<'_>) -> std::io::Result<()> {
+    /// Stores `compiled` as `artifact`, with its integrity record and the file's index entry.
+    fn store(&self, artifact: &Path, compiled: &[u8], file: &ReadFile<'_>) -> std::io::Result<()> {
         if !self.trusted() {
             return Ok(()); // said once already; nothing is written there
         }
         let index = self.dir.join("index");
         private_dir(&index)?;
-        let artifact = self.artifact(file.sha256, engine);
         // The record first: a reader never finds a new artefact with no record, and one that
         // finds the old artefact with the new record waits for this writer's lock.
-        integrity::write_record(&index, &artifact, compiled)?;
-        write_atomically(&artifact, compiled)?;
+        integrity::write_record(&index, artifact, compiled)?;
+        write_atomically(artifact, compiled)?;
         self.remember(file.path, file.meta, file.sha256)?;
-        self.prune(&artifact);
+        self.prune(artifact);
         Ok(())
     }
 
