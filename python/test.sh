@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The Python package's tests: builds the abi3 wheel (maturin, the dev profile: it shares the
-# workspace's target directory, and so wasmtime's build, with `cargo test`), installs it into a
+# The Python package's tests: builds the abi3 wheel the way `pip install ./python` does (pip and
+# maturin as the PEP 517 backend, in an isolated build environment; the dev profile, through
+# MATURIN_PEP517_ARGS, so that it shares the workspace's target directory, and so wasmtime's
+# build, with `cargo test`), installs it into a
 # Python 3.11 venv (.venv-py311, the machine's python3) and into the NeMo Lens venv
 # (.venv-parity, Python 3.13, made by tests/all/parity/venv.sh), and runs pytest in both: the NeMo
 # Lens tests (marker `nemo`) in the second only.
@@ -12,7 +14,8 @@ for py in .venv-py311/bin/python .venv-parity/bin/python; do
   "$py" -m pip install -q -r python/requirements-test.txt
 done
 rm -rf target/lens-wheels
-.venv-py311/bin/maturin build --quiet -m python/Cargo.toml -o target/lens-wheels
+MATURIN_PEP517_ARGS="--profile dev" .venv-py311/bin/python -m pip wheel -q --no-deps \
+  -w target/lens-wheels ./python
 LENS_WHEEL=$(ls target/lens-wheels/*.whl)
 export LENS_WHEEL
 LENS_TEST_GUESTS=$(cargo run --quiet -p lens-test-guests)

@@ -48,13 +48,15 @@ def guests() -> dict[str, str]:
     return json.loads(raw)
 
 
-def recorder(guests, out: pathlib.Path, encoding: str, **kwargs) -> lens.WasmSpanExporter:
-    """The recorder guest writing every batch it gets to `out/batches.jsonl`."""
-    return lens.WasmSpanExporter(
+def recorder(
+    guests, out: pathlib.Path, encoding: str, cls=lens.WasmSpanExporter, settings=None, **kwargs
+):
+    """The recorder guest writing every batch it gets to `out/batches.jsonl`, as a `cls`."""
+    return cls(
         guests["recorder"],
-        settings={"out": "/out/batches.jsonl", "encoding": encoding},
+        settings={"out": "/out/batches.jsonl", "encoding": encoding, **(settings or {})},
         preopens=[{"host": str(out), "guest": "/out", "read_only": False}],
-        name="recorder",
+        name=kwargs.pop("name", "recorder"),
         **kwargs,
     )
 

@@ -55,7 +55,8 @@ def test_from_config_names_what_is_wrong(guests, tmp_path):
     two = tmp_path / "two.toml"
     two.write_text(toml_entry(guests, tmp_path, "a") + toml_entry(guests, tmp_path, "b"))
     with pytest.raises(
-        lens.ExporterLoadError, match=r"several wasm exporters \(`a`, `b`\): pass name="
+        lens.ExporterLoadError,
+        match=r"several wasm exporters in \[\[traces.exporters\]\] \(`a`, `b`\): pass name=",
     ):
         lens.WasmSpanExporter.from_config(two)
     with pytest.raises(

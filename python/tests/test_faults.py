@@ -15,13 +15,14 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 
-def hostile(guests, mode: str, **settings) -> lens.WasmSpanExporter:
+def hostile(guests, mode: str, blocking: bool = False, **settings) -> lens.WasmSpanExporter:
     return lens.WasmSpanExporter(
         guests["hostile"],
         settings={"mode": mode, **settings},
         call_timeout_ms=300,
         memory_limit_mib=32,
         name=f"hostile-{mode}",
+        blocking=blocking,
     )
 
 
@@ -67,7 +68,7 @@ def test_a_hostile_guest_fails_its_batches_and_training_goes_on(
 
 
 def test_export_returns_failure_and_the_next_instance_works(guests):
-    exporter = hostile(guests, "panic-on-boom")
+    exporter = hostile(guests, "panic-on-boom", blocking=True)
     provider = TracerProvider()
     tracer = provider.get_tracer("t")
     ended = []
@@ -89,7 +90,7 @@ def test_export_returns_failure_and_the_next_instance_works(guests):
 
 
 def test_spans_that_cannot_be_read_fail_the_batch_without_raising(guests):
-    exporter = hostile(guests, "noop")
+    exporter = hostile(guests, "noop", blocking=True)
     assert exporter.export([object()]) is SpanExportResult.FAILURE
     stats = exporter.stats()
     assert stats["received"] == 1 and stats["dropped_export_failed"] == 1, stats
@@ -110,6 +111,7 @@ def test_a_retry_storm_is_bounded_by_the_export_budget_and_flush_by_its_timeout(
         preopens=[{"host": str(tmp_path), "guest": "/out", "read_only": False}],
         export_timeout_ms=1000,
         name="storm",
+        blocking=True,
     )
     provider = TracerProvider()
     memory = InMemorySpanExporter()

@@ -66,3 +66,78 @@ def test_a_non_exporting_rank_sends_the_guest_nothing(guests, tmp_path):
     assert result["is_exporting"] is False
     assert result["stats"]["received"] == 0
     assert [line for line in recorded(tmp_path) if "init" not in line] == []
+
+
+SIGNALS_RANK = """
+import json, logging, sys
+from nemo.lens import NemoLensConfig, setup_telemetry
+from nemo.lens.logging_bridge import setup_logging_bridge
+from opentelemetry._logs import get_logger_provider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+import lens
+
+recorder, out = sys.argv[1], sys.argv[2]
+def wasm(cls, name):
+    return cls(
+        recorder,
+        settings={"out": f"/out/{name}.jsonl", "encoding": "typed"},
+        preopens=[{"host": out, "guest": "/out", "read_only": False}],
+        name=name,
+    )
+metrics = wasm(lens.WasmMetricExporter, "metrics")
+logs = wasm(lens.WasmLogExporter, "logs")
+config = NemoLensConfig(enabled=True, logs_enabled=True, exporter="console", run_id="job-9")
+handle = setup_telemetry(
+    config, rank=0, world_size=1,
+    metric_reader=PeriodicExportingMetricReader(metrics, export_interval_millis=3_600_000),
+)
+get_logger_provider().add_log_record_processor(BatchLogRecordProcessor(logs))
+setup_logging_bridge("train", logging.INFO)
+log = logging.getLogger("train")
+log.setLevel(logging.INFO)
+steps = handle.meter.create_counter("train.steps")
+for i in range(25):
+    with handle.tracer.start_as_current_span("step"):
+        steps.add(1, {"phase": "train"})
+        log.info("step %d", i)
+handle.shutdown()
+get_logger_provider().shutdown()
+print(json.dumps({"metrics": metrics.stats(), "logs": logs.stats()}))
+"""
+
+
+def test_nemo_lens_metrics_and_logs_reach_the_sandbox(guests, tmp_path):
+    """`metric_reader=PeriodicExportingMetricReader(lens.WasmMetricExporter(...))` and NeMo Lens's
+    logs signal (its logger provider, its logging bridge) into `lens.WasmLogExporter`."""
+    done = subprocess.run(
+        [sys.executable, "-c", SIGNALS_RANK, guests["recorder"], str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout.splitlines()[-1])
+    for signal in ("metrics", "logs"):
+        s = stats[signal]
+        assert s["received"] == s["exported"] > 0 and s["dropped"] == 0, (signal, s)
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    points = [
+        p
+        for line in lines
+        if "metrics" in line
+        for m in line["metrics"]
+        if m["name"] == "train.steps"
+        for p in m["points"]
+    ]
+    assert points and points[-1]["value"] == {"s64": 25}, points
+    resource = [line["init"]["resource"] for line in lines if "init" in line][-1]
+    assert resource["nemo.run.id"] == {"string": "job-9"}
+    records = [
+        r
+        for x in (tmp_path / "logs.jsonl").read_text().splitlines()
+        for r in json.loads(x).get("logs", [])
+    ]
+    bodies = sorted(r["body"]["string"] for r in records if r["scope"] == "train")
+    assert bodies == sorted(f"step {i}" for i in range(25)), bodies
+    assert all(r["trace_id"] for r in records if r["scope"] == "train")

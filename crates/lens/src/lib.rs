@@ -97,6 +97,7 @@ pub use trace::{DeliveryStats, ExporterSnapshot, RankAwareSampler};
 
 /// Re-exported so users need not pin matching versions themselves.
 pub use opentelemetry;
+pub use opentelemetry_proto;
 pub use opentelemetry_sdk;
 
 /// The README's examples, compiled and run as doctests.

@@ -44,6 +44,8 @@ pub(crate) trait BatchExport: Send + Sync + 'static {
 }
 
 enum Control {
+    /// Export what is queued now, full batches or not (a hand-off of a whole batch).
+    ExportQueued,
     Flush(Sender<OTelSdkResult>),
     Shutdown(Sender<OTelSdkResult>, Duration),
     SetResource(Resource),
@@ -210,13 +212,27 @@ impl<T: Send + 'static> BatchQueue<T> {
         }
     }
 
+    /// Queues a batch that is complete as it is (one the Python SDK's processor handed off):
+    /// the worker exports what is queued without waiting for its timer or a full batch.
+    pub(crate) fn push_batch(&self, items: impl IntoIterator<Item = T>) {
+        for item in items {
+            self.push(item);
+        }
+        let _ = self.control_tx.try_send(Control::ExportQueued);
+    }
+
     /// Exports everything queued, then flushes the exporter, within `shutdown_timeout_ms`.
     pub(crate) fn force_flush(&self) -> OTelSdkResult {
+        self.force_flush_within(self.flush_timeout)
+    }
+
+    /// Exports everything queued, then flushes the exporter, within `timeout`.
+    pub(crate) fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
         if self.is_shutdown.load(Ordering::Relaxed) {
             return Err(OTelSdkError::AlreadyShutdown);
         }
-        self.request(Control::Flush, self.flush_timeout)
-            .unwrap_or(Err(OTelSdkError::Timeout(self.flush_timeout)))
+        self.request(Control::Flush, timeout)
+            .unwrap_or(Err(OTelSdkError::Timeout(timeout)))
     }
 
     /// Exports what is queued and shuts the exporter down within `timeout`; what is left then
@@ -287,6 +303,11 @@ impl<E: BatchExport> Worker<E> {
             let wait = next_timer.saturating_duration_since(Instant::now());
             select! {
                 recv(control_rx) -> msg => match msg {
+                    Ok(Control::ExportQueued) => {
+                        if self.export_queued().is_err() && self.shared.lock().abandoned {
+                            return;
+                        }
+                    }
                     Ok(Control::Flush(reply)) => {
                         // Queued items first, then whatever the exporter itself buffers.
                         let exported = self.export_queued();

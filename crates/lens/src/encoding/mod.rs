@@ -17,6 +17,7 @@
 
 pub(crate) mod logs;
 pub(crate) mod metrics;
+pub(crate) mod metrics_otlp;
 pub(crate) mod otlp_bytes;
 pub(crate) mod otlp_json;
 pub(crate) mod typed;

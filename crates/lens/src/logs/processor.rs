@@ -98,6 +98,29 @@ impl BatchLogProcessor {
     pub fn stats(&self) -> &Arc<ExporterStats> {
         &self.stats
     }
+
+    /// Queues a batch of records as it is (one another processor made: the Python SDK's), each
+    /// counted as [`emit`](LogProcessor::emit) counts it, and has the worker export it without
+    /// waiting for its timer. Their timestamps are theirs: that processor stamped them.
+    pub fn hand_off(&self, records: Vec<(SdkLogRecord, InstrumentationScope)>) {
+        match &self.queue {
+            Some(queue) => queue.push_batch(records),
+            None => {
+                let n = records.len() as u64;
+                for _ in 0..n {
+                    self.stats.record_received();
+                }
+                self.stats.record_dropped(DropReason::Disabled, n);
+            }
+        }
+    }
+
+    /// Exports what is queued, then flushes the exporter, within `timeout`.
+    pub fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.queue
+            .as_ref()
+            .map_or(Ok(()), |q| q.force_flush_within(timeout))
+    }
 }
 
 impl LogProcessor for BatchLogProcessor {

@@ -58,6 +58,19 @@ impl BatchSpanProcessor {
     pub fn stats(&self) -> &Arc<ExporterStats> {
         self.queue.stats()
     }
+
+    /// Queues a batch of ended spans as it is (a batch another processor made: the Python
+    /// SDK's), each counted as [`on_end`](SpanProcessor::on_end) counts it, and has the worker
+    /// export it without waiting for its timer.
+    pub fn hand_off(&self, spans: impl IntoIterator<Item = SpanData>) {
+        self.queue.push_batch(spans);
+    }
+
+    /// Exports what is queued, then flushes the exporter, within `timeout` (the SDK's
+    /// `force_flush` takes `shutdown_timeout_ms`).
+    pub fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.queue.force_flush_within(timeout)
+    }
 }
 
 impl SpanProcessor for BatchSpanProcessor {

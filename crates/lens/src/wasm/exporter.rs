@@ -178,11 +178,13 @@ impl Lanes {
                         StartError::Refused(msg) => Fault {
                             kind: FaultKind::InitFailed,
                             detail: format!("init: {msg}"),
+                            backtrace: None,
                         },
                         StartError::Fault(f) => f,
                         StartError::Mismatch(detail) => Fault {
                             kind: FaultKind::HostError,
                             detail,
+                            backtrace: None,
                         },
                     })?;
             if lane.started_once {
@@ -198,8 +200,15 @@ impl Lanes {
     fn fault(&self, lane: &mut Lane, fault: Fault) -> OTelSdkError {
         lane.worker = None;
         lane.backoff.fault(Instant::now());
-        let Fault { kind, detail } = fault;
+        let Fault {
+            kind,
+            detail,
+            backtrace,
+        } = fault;
         log::warn!("wasm exporter `{}`: {kind}: {detail}", self.factory.name);
+        if let Some(backtrace) = backtrace {
+            log::debug!("wasm exporter `{}`: {kind}: {backtrace}", self.factory.name);
+        }
         let error = OTelSdkError::InternalFailure(format!(
             "wasm exporter `{}`: {kind}: {detail}",
             self.factory.name

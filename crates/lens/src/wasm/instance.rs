@@ -49,19 +49,46 @@ const TIMEOUT_SLACK: Duration = Duration::from_millis(2 * EPOCH_TICK.as_millis()
 #[derive(Debug, Clone)]
 pub(crate) struct Fault {
     pub kind: FaultKind,
+    /// One line: the trap and the innermost wasm frame (what a warning shows).
     pub detail: String,
+    /// The guest's whole backtrace, when wasmtime took one (what a debug message shows).
+    pub backtrace: Option<String>,
 }
 
 impl Fault {
-    fn new(kind: FaultKind, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: FaultKind, detail: impl Into<String>) -> Self {
         Self {
             kind,
             detail: shown(detail.into(), MAX_GUEST_ERROR),
+            backtrace: None,
         }
     }
 
+    /// The trap's message and the innermost frame in `detail`; the full account (every
+    /// frame) in `backtrace`: a warning stays one readable line.
     fn from_wasmtime(e: &wasmtime::Error) -> Self {
-        Self::new(fault_kind(e), format!("{e:#}"))
+        let Some(trace) = e.downcast_ref::<wasmtime::WasmBacktrace>() else {
+            return Self::new(fault_kind(e), format!("{e:#}"));
+        };
+        let frames = trace.frames();
+        let innermost = frames.first().map_or(String::new(), |f| {
+            let name = f.func_name().map_or_else(
+                || format!("<wasm function {}>", f.func_index()),
+                str::to_string,
+            );
+            let more = match frames.len() - 1 {
+                0 => String::new(),
+                n => format!(", {n} more frames at debug level"),
+            };
+            let offset = f
+                .module_offset()
+                .map_or(String::new(), |o| format!("{o:#x} "));
+            format!(" (in {offset}{name}{more})")
+        });
+        Self {
+            backtrace: Some(shown(format!("{e:#}"), 16 * MAX_GUEST_ERROR)),
+            ..Self::new(fault_kind(e), format!("{}{innermost}", e.root_cause()))
+        }
     }
 
     /// This fault with what the instance last wrote to stderr (a panic's location and

@@ -66,6 +66,11 @@ impl WasmLogExporter {
     pub fn force_flush(&self) -> OTelSdkResult {
         self.lanes.force_flush(None)
     }
+
+    /// Calls every instance's `force-flush` within `timeout`.
+    pub fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.lanes.force_flush(Some(timeout))
+    }
 }
 
 impl LogExporter for WasmLogExporter {

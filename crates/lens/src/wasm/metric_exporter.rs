@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::Temporality;
@@ -17,6 +18,8 @@ use crate::batch::ExporterStats;
 use crate::bindings::metric_types::Temporality as WitTemporality;
 use crate::config::{BatchConfig, WasmExporterSpec};
 use crate::encoding::metrics::{data_points, encode_metrics};
+use crate::encoding::metrics_otlp::encode_otlp_metrics;
+pub use crate::encoding::metrics_otlp::otlp_data_points;
 use crate::error::{LensError, WasmSetupError};
 
 /// A metric exporter running a sandboxed WebAssembly component
@@ -79,6 +82,32 @@ impl WasmMetricExporter {
     /// The encoding the guest asked for, once started.
     pub fn encoding(&self) -> Option<&'static str> {
         self.lanes.encoding()
+    }
+
+    /// Exports a collection that arrives as an OTLP request (from outside the Rust SDK: the
+    /// Python package's), counted per data point as [`PushMetricExporter::export`] counts.
+    /// The typed encoding is built from the request; the OTLP encodings are the request.
+    pub fn export_otlp(&self, request: &ExportMetricsServiceRequest) -> OTelSdkResult {
+        let points = otlp_data_points(request);
+        let started = Instant::now();
+        let export = self.stats.begin_direct_export(points);
+        let result = self.lanes.export(points, |preferences, _| {
+            Payload::Metrics(encode_otlp_metrics(request, preferences.encoding))
+        });
+        self.stats
+            .end_direct_export(export, result.is_ok(), started.elapsed());
+        result
+    }
+
+    /// Calls the guest's `force-flush` within `timeout`.
+    pub fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.lanes.force_flush(Some(timeout))
+    }
+
+    /// Hands the guest the resource of the metrics: a new one starts a fresh instance with it
+    /// at the next collection (the reader of a Rust installation knows it from the start).
+    pub fn set_resource(&mut self, resource: &Resource) {
+        self.lanes.set_resource(resource);
     }
 }
 

@@ -15,6 +15,7 @@ use crate::bindings::metric_types::{MetricBatch, MetricData, MetricNumber, Tempo
 use crate::bindings::types::Encoding;
 use crate::encoding::logs::encode_logs;
 use crate::encoding::metrics::{data_points, encode_metrics};
+use crate::encoding::metrics_otlp::{encode_otlp_metrics, otlp_data_points};
 use crate::testing::{every_log_body, every_metric_kind};
 
 fn resource() -> Resource {
@@ -213,4 +214,38 @@ fn otlp_logs_are_the_proto_crate_s_request_with_hex_ids() {
         json["resourceLogs"][0]["resource"]["attributes"][0]["value"]["stringValue"],
         "enc"
     );
+}
+
+#[test]
+fn typed_metrics_from_an_otlp_request_equal_those_from_the_sdk_s_data() {
+    // The Python package hands over OTLP requests; a guest asking for typed records must get
+    // what a Rust rank's guest gets from the same data. OTLP has no unsigned numbers: the SDK's
+    // `u64` points arrive as `s64`.
+    for temporality in [Temporality::Cumulative, Temporality::Delta] {
+        let rm = every_metric_kind(temporality);
+        let request = ExportMetricsServiceRequest::from(&rm);
+        assert_eq!(otlp_data_points(&request), data_points(&rm));
+        let (MetricBatch::Typed(sdk), MetricBatch::Typed(otlp)) = (
+            encode_metrics(&rm, Encoding::Typed),
+            encode_otlp_metrics(&request, Encoding::Typed),
+        ) else {
+            panic!("typed");
+        };
+        let sdk = format!("{sdk:?}").replace("U64(", "S64(");
+        assert!(
+            sdk.contains("Histogram") && sdk.contains("ExponentialHistogram"),
+            "{sdk}"
+        );
+        assert_eq!(format!("{otlp:?}"), sdk);
+        // The OTLP encodings are the request itself.
+        let MetricBatch::OtlpProtobuf(bytes) =
+            encode_otlp_metrics(&request, Encoding::OtlpProtobuf)
+        else {
+            panic!("protobuf");
+        };
+        assert_eq!(
+            ExportMetricsServiceRequest::decode(bytes.as_slice()).unwrap(),
+            request
+        );
+    }
 }

@@ -22,6 +22,9 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
 
+pub mod logs;
+pub mod metrics;
+
 /// The spans of one batch, and the resource of the first (the SDK's batch processor hands over
 /// spans of one provider).
 pub struct Batch {
@@ -55,6 +58,13 @@ pub fn batch(spans: &Bound<'_, PyAny>) -> PyResult<Batch> {
         spans: out,
         resource,
     })
+}
+
+/// Reads one span (`SpanProcessor.on_end`'s), and the Python object of its resource.
+pub fn span<'py>(span: &Bound<'py, PyAny>) -> PyResult<(SpanData, Bound<'py, PyAny>)> {
+    let fields = Fields::of(span)?;
+    let resource = fields.resource.clone();
+    Ok((fields.span_data(&mut Seen::default())?, resource))
 }
 
 /// The Python objects of one span's fields. The SDK's own `ReadableSpan` keeps them in its
@@ -316,7 +326,7 @@ fn status(status: &Bound<'_, PyAny>, seen: &mut Seen) -> PyResult<Status> {
     })
 }
 
-fn instrumentation_scope(scope: &Bound<'_, PyAny>) -> PyResult<InstrumentationScope> {
+pub(crate) fn instrumentation_scope(scope: &Bound<'_, PyAny>) -> PyResult<InstrumentationScope> {
     if scope.is_none() {
         return Ok(InstrumentationScope::builder("").build());
     }
@@ -357,13 +367,13 @@ pub fn resource(resource: &Bound<'_, PyAny>) -> PyResult<Resource> {
 }
 
 /// An object's `attributes` and how many its bound dropped.
-fn attributes_of(owner: &Bound<'_, PyAny>) -> PyResult<(Vec<KeyValue>, u32)> {
+pub(crate) fn attributes_of(owner: &Bound<'_, PyAny>) -> PyResult<(Vec<KeyValue>, u32)> {
     attribute_map(&owner.getattr(intern!(owner.py(), "attributes"))?)
 }
 
 /// Attributes (a `BoundedAttributes`, any mapping, or `None`) and how many the bound dropped.
 /// A `BoundedAttributes`'s own dict is iterated directly, without running Python code.
-fn attribute_map(attrs: &Bound<'_, PyAny>) -> PyResult<(Vec<KeyValue>, u32)> {
+pub(crate) fn attribute_map(attrs: &Bound<'_, PyAny>) -> PyResult<(Vec<KeyValue>, u32)> {
     if attrs.is_none() {
         return Ok((Vec::new(), 0));
     }
@@ -402,7 +412,7 @@ fn attribute_map(attrs: &Bound<'_, PyAny>) -> PyResult<(Vec<KeyValue>, u32)> {
 }
 
 /// An attribute value; `None` for a `None` value.
-fn value_of(v: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
+pub(crate) fn value_of(v: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
     if v.is_none() {
         return Ok(None);
     }
@@ -477,7 +487,7 @@ fn dropped(owner: &Bound<'_, PyAny>, name: &Bound<'_, PyString>) -> PyResult<u32
 }
 
 /// `str(v)`.
-fn text(v: &Bound<'_, PyAny>) -> PyResult<String> {
+pub(crate) fn text(v: &Bound<'_, PyAny>) -> PyResult<String> {
     match v.cast::<PyString>() {
         Ok(s) => Ok(s.to_cow()?.into_owned()),
         Err(_) => Ok(v.str()?.to_cow()?.into_owned()),

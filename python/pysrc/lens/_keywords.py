@@ -1,0 +1,136 @@
+"""The keywords every wasm exporter takes, as the JSON of a ``kind = "wasm"`` entry."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from os import PathLike
+from typing import Any
+
+#: What each keyword means (shared by the exporters' docstrings).
+KEYWORDS = """Every keyword has the meaning and default of the same key in a ``kind = "wasm"``
+    entry of Lens's TOML (``docs/configuration.md``):
+
+    - ``settings``: ``{name: value}`` handed to the guest's ``init`` (strings);
+    - ``preopens``: ``[{"host": "/data/out", "guest": "/out", "read_only": False}]``;
+    - ``env``: ``{"API_KEY": "value"}`` or ``{"API_KEY": {"from_host": "API_KEY"}}``;
+    - ``allowed_hosts``: ``["ingest.example.com:443"]`` for outgoing HTTP;
+    - ``sha256``: the file's expected digest (hex);
+    - ``memory_limit_mib``, ``call_timeout_ms``, ``fuel_per_call``: the sandbox's bounds;
+    - ``init_timeout_ms``: the deadline of the guest's ``init`` (default 5000);
+    - ``compile_memory_mib``, ``compile_timeout_ms``: the bounds of compiling the component
+      (default 2048 MiB, 300000 ms), which happens in a child of this interpreter;
+    - ``export_timeout_ms``: one export's budget, the guest's retries included (default 30000);
+      a guest's retry hint never shortens the host's backoff;
+    - ``max_concurrent_exports``: instances run side by side;
+    - ``max_queue_size``, ``max_export_batch_size``: Lens's hand-off queue (defaults: the
+      ``[batch]`` and ``[logs.batch]`` tables', 16384 and 512 for spans, 2048 and 512 for logs);
+    - ``forward_stdio``: the guest's stdout/stderr to this process's logging (default ``True``,
+      as in the TOML);
+    - ``name``: the name in messages and statistics (default: the file's stem)."""
+
+
+def spec_json(
+    path: str | PathLike[str],
+    *,
+    settings: Mapping[str, str] | None = None,
+    preopens: Sequence[Mapping[str, Any]] | None = None,
+    env: Mapping[str, Any] | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    sha256: str | None = None,
+    memory_limit_mib: int | None = None,
+    call_timeout_ms: int | None = None,
+    fuel_per_call: int | None = None,
+    init_timeout_ms: int | None = None,
+    compile_memory_mib: int | None = None,
+    compile_timeout_ms: int | None = None,
+    export_timeout_ms: int | None = None,
+    max_concurrent_exports: int | None = None,
+    max_queue_size: int | None = None,
+    max_export_batch_size: int | None = None,
+    forward_stdio: bool | None = None,
+    name: str | None = None,
+) -> str:
+    """The JSON the native exporters take (unset keywords keep the TOML's defaults)."""
+    spec: dict[str, Any] = {"path": str(path)}
+    for key, value in (
+        ("settings", _strings(settings, "settings")),
+        ("preopens", list(preopens) if preopens is not None else None),
+        ("env", dict(env) if env is not None else None),
+        ("allowed_hosts", list(allowed_hosts) if allowed_hosts is not None else None),
+        ("sha256", sha256),
+        ("memory_limit_mib", memory_limit_mib),
+        ("call_timeout_ms", call_timeout_ms),
+        ("fuel_per_call", fuel_per_call),
+        ("init_timeout_ms", init_timeout_ms),
+        ("compile_memory_mib", compile_memory_mib),
+        ("compile_timeout_ms", compile_timeout_ms),
+        ("forward_stdio", None if forward_stdio is None else bool(forward_stdio)),
+        ("name", name),
+    ):
+        if value is not None:
+            spec[key] = value
+    batch = {
+        key: value
+        for key, value in (
+            ("max_concurrent_exports", max_concurrent_exports),
+            ("export_timeout_ms", export_timeout_ms),
+            ("max_queue_size", max_queue_size),
+            ("max_export_batch_size", max_export_batch_size),
+        )
+        if value is not None
+    }
+    if batch:
+        spec["batch"] = batch
+    return json.dumps(spec)
+
+
+def _strings(values: Mapping[str, Any] | None, what: str) -> dict[str, str] | None:
+    if values is None:
+        return None
+    out = {}
+    for k, v in values.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise TypeError(f"{what}: keys and values are strings (got {k!r}: {v!r})")
+        out[k] = v
+    return out
+
+
+class Sandboxed:
+    """What every exporter of the package shares: its native core's name, encoding, flush,
+    shutdown and counters."""
+
+    _core: Any
+
+    @property
+    def name(self) -> str:
+        """The exporter's name in messages and statistics."""
+        return self._core.name
+
+    @property
+    def encoding(self) -> str | None:
+        """The batch encoding the guest asked for: ``typed``, ``otlp-protobuf`` or
+        ``otlp-json``."""
+        return self._core.encoding
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Exports what was handed off, then asks the guest to flush what it buffers; ``False``
+        when that did not happen within ``timeout_millis``."""
+        return self._core.force_flush(int(timeout_millis)) is None
+
+    def shutdown(self, timeout_millis: int = 30000, **_: Any) -> None:
+        """Exports what was handed off and shuts the guest down within ``timeout_millis``;
+        what is left then, and what comes later, counts as dropped at shutdown. Idempotent."""
+        self._core.shutdown(int(timeout_millis))
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: items received, exported and dropped (``dropped_queue_full`` in Lens's
+        hand-off queue, ``dropped_export_failed``, ``dropped_shutdown``, ``dropped_rejected``
+        by the guest), ``pending`` (queued or in flight), batches, ``retries`` and
+        ``retries_exhausted``, guest errors, traps by kind, restarts, export latency p50/p99 in
+        ms, the peak memory of an instance, and ``mode`` (``hand-off`` or ``blocking``). Every
+        item received ends in exactly one of exported and the dropped counters."""
+        return json.loads(self._core.stats_json())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"

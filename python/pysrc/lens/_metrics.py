@@ -1,0 +1,114 @@
+"""``WasmMetricExporter``."""
+
+from __future__ import annotations
+
+from os import PathLike
+from typing import Any
+
+from opentelemetry.sdk.metrics import (
+    Counter,
+    Histogram,
+    ObservableCounter,
+    ObservableGauge,
+    ObservableUpDownCounter,
+    UpDownCounter,
+)
+from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
+    MetricExporter,
+    MetricExportResult,
+    MetricsData,
+)
+
+from lens._keywords import KEYWORDS, Sandboxed, spec_json
+from lens._lens import MetricCore
+from lens._spans import _expect_signal
+
+_CUMULATIVE = AggregationTemporality.CUMULATIVE
+_DELTA = AggregationTemporality.DELTA
+
+#: The temporality of each instrument for the guest's preference, as the Rust SDK and the
+#: OTLP exporters' ``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`` choose it.
+_TEMPORALITIES = {
+    "cumulative": dict.fromkeys(
+        (
+            Counter,
+            UpDownCounter,
+            Histogram,
+            ObservableCounter,
+            ObservableUpDownCounter,
+            ObservableGauge,
+        ),
+        _CUMULATIVE,
+    ),
+    "delta": {
+        Counter: _DELTA,
+        UpDownCounter: _CUMULATIVE,
+        Histogram: _DELTA,
+        ObservableCounter: _DELTA,
+        ObservableUpDownCounter: _CUMULATIVE,
+        ObservableGauge: _CUMULATIVE,
+    },
+    "low_memory": {
+        Counter: _DELTA,
+        UpDownCounter: _CUMULATIVE,
+        Histogram: _DELTA,
+        ObservableCounter: _CUMULATIVE,
+        ObservableUpDownCounter: _CUMULATIVE,
+        ObservableGauge: _CUMULATIVE,
+    },
+}
+
+
+class WasmMetricExporter(Sandboxed, MetricExporter):
+    """A metric exporter running a sandboxed WebAssembly component (``metric-exporter``), for
+    ``PeriodicExportingMetricReader`` (and so for NeMo Lens's ``metric_reader=``). The reader
+    aggregates with the temporality the guest asked for in ``init``
+    (``temporality``). Each collection is read under the GIL into an OTLP request; the guest
+    then runs without the GIL. ``export`` waits for the guest, on the reader's own thread
+    (which is there to wait, and learns of a failure from its ``FAILURE``), bounded by
+    ``export_timeout_ms``. Data points are counted as spans are.
+
+    {keywords}
+    """
+
+    def __init__(self, path: str | PathLike[str], **keywords: Any) -> None:
+        self._start(MetricCore(spec_json(path, **keywords)))
+
+    @classmethod
+    def from_config(
+        cls, path: str | PathLike[str], name: str | None = None, signal: str = "metrics"
+    ) -> WasmMetricExporter:
+        """The ``kind = "wasm"`` entry of a Lens TOML file's ``[[metrics.exporters]]`` named
+        ``name``, or the only one."""
+        _expect_signal(signal, "metrics", cls)
+        exporter = cls.__new__(cls)
+        exporter._start(MetricCore.from_config(str(path), name))
+        return exporter
+
+    def _start(self, core: Any) -> None:
+        self._core = core
+        MetricExporter.__init__(self, preferred_temporality=_TEMPORALITIES[core.temporality])
+
+    @property
+    def temporality(self) -> str:
+        """What the guest asked for: ``cumulative``, ``delta`` or ``low_memory``."""
+        return self._core.temporality
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **_: Any
+    ) -> MetricExportResult:
+        """Exports a collection; ``FAILURE`` (never an exception) when it cannot be read or the
+        guest fails or faults."""
+        if self._core.export(metrics_data) is None:
+            return MetricExportResult.SUCCESS
+        return MetricExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return self._core.force_flush(int(timeout_millis)) is None
+
+    def shutdown(self, timeout_millis: float = 30_000, **_: Any) -> None:
+        self._core.shutdown(int(timeout_millis))
+
+
+WasmMetricExporter.__doc__ = (WasmMetricExporter.__doc__ or "").replace("{keywords}", KEYWORDS)

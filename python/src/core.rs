@@ -1,0 +1,165 @@
+//! What the span, metric and log exporters of the package share: their entry (from keywords
+//! or a Lens config file), the batch settings of their hand-off queue, the resource they
+//! follow, and their counters as JSON.
+
+use std::path::Path;
+
+use lens::config::{BatchConfig, ExporterSpec, WasmExporterSpec};
+use lens::opentelemetry_sdk::Resource;
+use lens::trace::ExporterStats;
+use lens::{LensConfig, Signal};
+use pyo3::prelude::*;
+
+use crate::ExporterLoadError;
+use crate::convert;
+
+/// One `kind = "wasm"` entry, the name it goes by and the batch settings of its queue.
+pub struct Entry {
+    pub name: String,
+    pub spec: WasmExporterSpec,
+    pub batch: BatchConfig,
+}
+
+pub fn load_error(e: impl std::fmt::Display) -> PyErr {
+    ExporterLoadError::new_err(e.to_string())
+}
+
+impl Entry {
+    /// The entry the keywords describe (the JSON of a wasm entry, without `kind`); its batch
+    /// settings are the environment's (`LENS_*`) with the entry's own on top.
+    pub fn from_json(spec_json: &str, signal: Signal) -> PyResult<Self> {
+        let spec: WasmExporterSpec = serde_json::from_str(spec_json)
+            .map_err(|e| load_error(format!("invalid exporter settings: {e}")))?;
+        let config = LensConfig::from_env().map_err(load_error)?;
+        Ok(Self::new(&config, spec, signal))
+    }
+
+    fn new(config: &LensConfig, spec: WasmExporterSpec, signal: Signal) -> Self {
+        let batch = config.batch_for(signal).with_overrides(&spec.batch);
+        let name = ExporterSpec::Wasm(spec.clone()).display_name();
+        Self { name, spec, batch }
+    }
+
+    /// The `kind = "wasm"` entry of `signal` in the Lens config file at `path` named `name`
+    /// (its `name` key, else its file's stem); without a name, the only one.
+    pub fn from_config(path: &Path, name: Option<&str>, signal: Signal) -> PyResult<Self> {
+        let config = LensConfig::from_file(path).map_err(load_error)?;
+        let table = format!("[[{}.exporters]]", signal.as_str());
+        let entries: Vec<Entry> = signal_exporters(&config, signal)
+            .iter()
+            .filter_map(|e| match e {
+                ExporterSpec::Wasm(w) => Some(Self::new(&config, w.clone(), signal)),
+                _ => None,
+            })
+            .collect();
+        let names = entries
+            .iter()
+            .map(|e| format!("`{}`", e.name))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let there = if entries.is_empty() { "none" } else { &names };
+        let wanted = match (name, entries.len()) {
+            (Some(wanted), _) => wanted,
+            (None, 1) => return Ok(entries.into_iter().next().expect("one entry")),
+            (None, 0) => {
+                return Err(load_error(format!(
+                    "{}: no `kind = \"wasm\"` entry in {table}",
+                    path.display()
+                )));
+            }
+            (None, _) => {
+                return Err(load_error(format!(
+                    "{}: several wasm exporters in {table} ({names}): pass name=",
+                    path.display()
+                )));
+            }
+        };
+        let message = format!(
+            "{}: no wasm exporter named `{wanted}` in {table} (there: {there})",
+            path.display()
+        );
+        entries
+            .into_iter()
+            .find(|e| e.name == wanted)
+            .ok_or_else(|| load_error(message))
+    }
+}
+
+fn signal_exporters(config: &LensConfig, signal: Signal) -> &[ExporterSpec] {
+    match signal {
+        Signal::Traces => &config.traces.exporters,
+        Signal::Metrics => &config.metrics.exporters,
+        Signal::Logs => &config.logs.exporters,
+    }
+}
+
+/// `traces`, `metrics` or `logs`, as `from_config`'s `signal=` names them.
+pub fn signal(name: &str) -> PyResult<Signal> {
+    Signal::ALL
+        .into_iter()
+        .find(|s| s.as_str() == name)
+        .ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "signal: `{name}` is not one of traces, metrics, logs"
+            ))
+        })
+}
+
+/// The resource a guest was last initialised with, and the Python object it came from: the
+/// Python SDK hands the same object with every batch of a provider, so a batch costs an
+/// identity check.
+pub struct ResourceFollower {
+    object: Option<Py<PyAny>>,
+    current: Resource,
+}
+
+impl ResourceFollower {
+    pub fn new() -> Self {
+        Self {
+            object: None,
+            current: Resource::builder_empty().build(),
+        }
+    }
+
+    /// The resource `object` converts to, when it differs from the one the guest has.
+    pub fn changed(&mut self, object: &Bound<'_, PyAny>) -> PyResult<Option<Resource>> {
+        if self.object.as_ref().is_some_and(|o| o.is(object)) {
+            return Ok(None);
+        }
+        let converted = convert::resource(object)?;
+        self.object = Some(object.clone().unbind());
+        if converted == self.current {
+            return Ok(None);
+        }
+        self.current = converted.clone();
+        Ok(Some(converted))
+    }
+}
+
+/// An exporter's counters as JSON (the Python half returns them as a dict).
+pub fn stats_json(stats: &ExporterStats, mode: &str) -> String {
+    let s = stats.snapshot();
+    serde_json::json!({
+        "name": s.name,
+        "mode": mode,
+        "received": s.received,
+        "exported": s.exported,
+        "dropped": s.dropped(),
+        "dropped_queue_full": s.dropped_queue_full,
+        "dropped_export_failed": s.dropped_export_failed,
+        "dropped_shutdown": s.dropped_shutdown,
+        "dropped_rejected": s.dropped_rejected,
+        "pending": s.pending(),
+        "retries": s.retries,
+        "retries_exhausted": s.retries_exhausted,
+        "batches_exported": s.batches_exported,
+        "batches_failed": s.batches_failed,
+        "guest_errors": s.guest_errors,
+        "traps": s.traps.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+        "restarts": s.restarts,
+        "latency_p50_ms": s.latency_p50.as_secs_f64() * 1000.0,
+        "latency_p99_ms": s.latency_p99.as_secs_f64() * 1000.0,
+        "peak_memory_bytes": s.peak_memory_bytes,
+    })
+    .to_string()
+}

@@ -1,0 +1,141 @@
+"""Hand-off (the default): `export` queues the batch in Lens's own queue and returns; the guest
+runs on Lens's export thread. Under a hostile guest (hanging, trapping, asking for retries
+forever) the Python process stays responsive, `force_flush` and `shutdown` keep their timeouts
+and every span ends in exactly one counter. Also: `WasmSpanProcessor`, and a trap's message in
+Python's logging."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import lens
+from conftest import recorded, recorder
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+
+def finished_spans(n: int, name: str = "step"):
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("t")
+    for i in range(n):
+        with tracer.start_as_current_span(name) as s:
+            s.set_attribute("i", i)
+    return memory.get_finished_spans()
+
+
+def assert_every_span_counted_once(stats, n: int) -> None:
+    assert stats["received"] == n, stats
+    assert stats["exported"] + stats["dropped"] == n, stats
+    assert stats["pending"] == 0, stats
+    dropped = ("queue_full", "export_failed", "shutdown", "rejected")
+    assert sum(stats[f"dropped_{k}"] for k in dropped) == stats["dropped"], stats
+
+
+def test_a_hung_guest_never_holds_the_python_thread(guests):
+    exporter = lens.WasmSpanExporter(
+        guests["hostile"],
+        settings={"mode": "slow", "sleep_ms": "60000"},
+        call_timeout_ms=300,
+        max_queue_size=40,
+        max_export_batch_size=10,
+        name="hung",
+    )
+    assert not exporter.blocking
+    spans = finished_spans(10)
+    slowest = 0.0
+    for _ in range(8):
+        started = time.monotonic()
+        assert exporter.export(spans) == SpanExportResult.SUCCESS
+        slowest = max(slowest, time.monotonic() - started)
+    # Queued and returned: never the guest's 300 ms deadline, let alone its 60 s sleep.
+    assert slowest < 0.1, slowest
+    started = time.monotonic()
+    assert exporter.force_flush(timeout_millis=300) is False
+    assert time.monotonic() - started < 1.5
+    started = time.monotonic()
+    exporter.shutdown(timeout_millis=500)
+    assert time.monotonic() - started < 2.5
+    stats = exporter.stats()
+    assert_every_span_counted_once(stats, 80)
+    assert stats["exported"] == 0 and stats["dropped_queue_full"] > 0, stats
+    # After the shutdown: dropped at once, counted.
+    assert exporter.export(spans) == SpanExportResult.SUCCESS
+    assert_every_span_counted_once(exporter.stats(), 90)
+
+
+def test_a_retry_storm_in_the_queue_is_bounded_and_counted(guests, tmp_path):
+    exporter = recorder(
+        guests,
+        tmp_path,
+        "typed",
+        settings={"retryable": "1000000", "retry_delay_ms": "0"},
+        export_timeout_ms=1000,
+        name="storm",
+    )
+    spans = finished_spans(5)
+    started = time.monotonic()
+    exporter.export(spans)
+    exporter.export(spans)
+    assert time.monotonic() - started < 0.1
+    started = time.monotonic()
+    assert exporter.force_flush(timeout_millis=200) is False
+    assert time.monotonic() - started < 1.5
+    exporter.shutdown(timeout_millis=5000)
+    stats = exporter.stats()
+    assert_every_span_counted_once(stats, 10)
+    assert stats["exported"] == 0 and stats["retries"] >= 1, stats
+
+
+def test_a_trapping_guest_fails_its_batches_and_the_next_instance_works(guests):
+    exporter = lens.WasmSpanExporter(guests["hostile"], settings={"mode": "panic-on-boom"})
+    exporter.export(finished_spans(3, "boom"))
+    assert exporter.force_flush() is True  # the batch failed; flushing the next instance works
+    exporter.export(finished_spans(4))
+    exporter.shutdown()
+    stats = exporter.stats()
+    assert_every_span_counted_once(stats, 7)
+    assert (stats["exported"], stats["dropped_export_failed"]) == (4, 3), stats
+    assert stats["traps"] == {"unreachable": 1}, stats
+
+
+def test_a_trap_is_one_line_in_logging_with_the_backtrace_at_debug(guests, caplog):
+    exporter = lens.WasmSpanExporter(
+        guests["hostile"], settings={"mode": "panic-on-boom"}, blocking=True, name="trapper"
+    )
+    with caplog.at_level(logging.DEBUG, logger="lens"):
+        lens.refresh_logging()
+        assert exporter.export(finished_spans(1, "boom")) == SpanExportResult.FAILURE
+    faults = [
+        r for r in caplog.records if "trapper" in r.getMessage() and "unreachable" in r.getMessage()
+    ]
+    warning = [r for r in faults if r.levelno == logging.WARNING]
+    debug = [r for r in faults if r.levelno == logging.DEBUG]
+    assert len(warning) == 1 and len(debug) == 1, [(r.levelname, r.getMessage()) for r in faults]
+    line = warning[0].getMessage()
+    assert "\n" not in line and "\\n" not in line, line
+    assert "wasm trap: wasm `unreachable` instruction executed (in 0x" in line, line
+    assert "more frames at debug level" in line and "a span named boom" in line, line
+    assert "wasm backtrace" in debug[0].getMessage() and "1: " in debug[0].getMessage()
+    lens.refresh_logging()
+    exporter.shutdown()
+
+
+def test_the_span_processor_queues_every_span_from_on_end(guests, tmp_path):
+    processor = recorder(guests, tmp_path, "typed", cls=lens.WasmSpanProcessor)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("t")
+    for i in range(1200):
+        with tracer.start_as_current_span("step") as s:
+            s.set_attribute("i", i)
+    assert processor.force_flush(timeout_millis=10_000) is True
+    provider.shutdown()
+    stats = processor.stats()
+    assert_every_span_counted_once(stats, 1200)
+    assert stats["exported"] == 1200 and stats["mode"] == "hand-off"
+    spans = [s for line in recorded(tmp_path) if "typed" in line for s in line["typed"]]
+    assert sorted(s["attributes"]["i"]["s64"] for s in spans) == list(range(1200))
