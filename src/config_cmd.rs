@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use lens::LensConfig;
+use lens::config::ExporterSpec;
 
 use super::EXIT_BAD_INPUT;
 
@@ -28,7 +29,21 @@ pub fn validate(file: &Path) -> ExitCode {
 
 pub fn show(file: Option<&Path>) -> ExitCode {
     match LensConfig::load(file) {
-        Ok(cfg) => {
+        Ok(mut cfg) => {
+            // The effective config: a wasm entry's unset keys at the values the host uses.
+            for signal in lens::Signal::ALL {
+                let batch = *cfg.batch_for(signal);
+                let exporters = match signal {
+                    lens::Signal::Traces => &mut cfg.traces.exporters,
+                    lens::Signal::Metrics => &mut cfg.metrics.exporters,
+                    lens::Signal::Logs => &mut cfg.logs.exporters,
+                };
+                for e in exporters {
+                    if let ExporterSpec::Wasm(w) = e {
+                        *w = lens::wasm::with_defaults(w, &batch.with_overrides(&w.batch));
+                    }
+                }
+            }
             print!("{}", cfg.to_toml());
             ExitCode::SUCCESS
         }

@@ -1,34 +1,49 @@
-"""The Python package against the seed's stack, in one run.
+"""The Python package against the Python SDK's own exporters, in one run.
 
-Exporters behind the same Python SDK: the seed's Python JSON-lines `SpanExporter`
-(`benches/python_sdk_baseline.py`), a no-op Python exporter (the application's own limit),
-`lens.WasmSpanExporter` with Lens's built-in Rust JSON-lines guest (handing off, and with
-`blocking=True`), and with the Python JSON-lines guest (componentize-py). Each measurement is
-repeated, the subjects alternated; the table gives the median and the spread, and every ratio
-is against the Python exporter measured in the same run.
+Every signal, behind the same Python SDK, to the same places: the Python OTLP/HTTP exporters
+(`opentelemetry-exporter-otlp-proto-http`) and `rust-vendor-http.wasm` (the same protobuf over
+HTTP, from the sandbox) to a rotel collector on 127.0.0.1; the seed's Python JSON-lines
+`SpanExporter` (`benches/python_sdk_baseline.py`) and Lens's Rust and Python JSON-lines guests
+to files; a no-op Python exporter (the application's own limit). The wasm span and log
+exporters hand off (the default) unless marked `blocking`; `processor` is
+`lens.WasmSpanProcessor`, which needs no SDK batch processor. Subjects alternate within each
+run; tables give the median and (min–max) of the runs, ratios are against subjects of the same
+run.
 
-- exporter throughput: `export()` of a batch of 512 `ReadableSpan`s, until `force_flush`
-  returns (a handing-off exporter is timed until the guest has the spans), spans/s;
-- end to end: N spans from the application thread through `BatchSpanProcessor` into the file,
-  until `force_flush` returns, spans/s;
-- application thread: ns per span (start, 4 attributes, end) while the processor exports;
-- conversion: reading the spans into the host's span data (`lens._lens.read_spans`), µs/span.
+- `export()` throughput: batches of 512 spans (or log records) handed to `export()`, until
+  `force_flush` returns (a handing-off exporter is timed until the guest has them); metrics:
+  `export()` of a collection of 1,000 data points;
+- end to end: N spans (4 attributes each) from the application thread through the SDK's
+  `BatchSpanProcessor` (or the processor) until `force_flush` returns, spans/s, and the
+  application thread's ns per span meanwhile;
+- conversion: reading spans into the host's span data (`lens._lens.read_spans`), µs/span.
 
-usage: python python/bench/exporters.py [--quick]   (with a release build of the wheel)
+usage (a release build of the wheel, and `benches/requirements.txt`, in the venv; rotel from
+PyPI's `rotel`, or `LENS_ROTEL_BIN`):
+    python python/bench/exporters.py [--quick]
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import lens
 from lens import _lens
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
@@ -39,21 +54,12 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+DIST = ROOT / "guest-examples" / "dist"
 sys.path.insert(0, str(ROOT / "benches"))
 from python_sdk_baseline import JsonLinesExporter  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 RUNS = 3 if QUICK else 5
-
-
-def guest(name: str, out: pathlib.Path, file: str, **kw) -> lens.WasmSpanExporter:
-    return lens.WasmSpanExporter(
-        ROOT / "guest-examples" / "dist" / name,
-        settings={"path": f"/out/{file}"},
-        preopens=[{"host": str(out), "guest": "/out", "read_only": False}],
-        call_timeout_ms=60_000,
-        **kw,
-    )
 
 
 class NoopExporter(SpanExporter):
@@ -63,14 +69,91 @@ class NoopExporter(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
-def subjects(out: pathlib.Path) -> dict:
-    """Fresh exporters writing into `out`."""
+# --- the collector ---------------------------------------------------------------------------
+
+
+def rotel_binary() -> str:
+    if os.environ.get("LENS_ROTEL_BIN"):
+        return os.environ["LENS_ROTEL_BIN"]
+    code = "import rotel, os; print(os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'))"
+    for python in (sys.executable, "python3"):
+        done = subprocess.run([python, "-c", code], capture_output=True, text=True)
+        if done.returncode == 0:
+            return done.stdout.strip()
+    raise SystemExit("rotel is not installed: pip install rotel (or set LENS_ROTEL_BIN)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def rotel(tmp: pathlib.Path):
+    """A rotel collector on 127.0.0.1 that acknowledges and discards; its OTLP/HTTP base URL."""
+    grpc, http = free_port(), free_port()
+    child = subprocess.Popen(
+        [rotel_binary(), "start", "--otlp-grpc-endpoint", f"127.0.0.1:{grpc}",
+         "--otlp-http-endpoint", f"127.0.0.1:{http}", "--exporter", "blackhole",
+         "--pid-file", str(tmp / "rotel.pid"), "--log-file", str(tmp / "rotel.log")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", http)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise SystemExit("rotel did not listen")
+            time.sleep(0.05)
+        yield f"127.0.0.1:{http}"
+    finally:
+        child.kill()
+        child.wait()
+
+
+# --- the subjects ----------------------------------------------------------------------------
+
+
+def wasm(cls, file: str, settings: dict, out: pathlib.Path, **kw):
+    return cls(
+        DIST / file,
+        settings=settings,
+        preopens=[{"host": str(out), "guest": "/out", "read_only": False}],
+        call_timeout_ms=60_000,
+        **kw,
+    )
+
+
+def vendor(cls, collector: str, out: pathlib.Path, **kw):
+    return wasm(
+        cls,
+        "rust-vendor-http.wasm",
+        {"endpoint": f"http://{collector}"},
+        out,
+        allowed_hosts=[collector],
+        **kw,
+    )
+
+
+def span_subjects(out: pathlib.Path, collector: str) -> dict:
+    """Fresh span exporters (`processor`: a `WasmSpanProcessor`, end to end only)."""
+    jsonl = {"path": "/out/rust.jsonl"}
     return {
-        "python": JsonLinesExporter(out / "python.jsonl"),
-        "python-noop": NoopExporter(),
-        "wasm-rust": guest("rust-jsonl.wasm", out, "rust.jsonl"),
-        "wasm-rust-blocking": guest("rust-jsonl.wasm", out, "rustb.jsonl", blocking=True),
-        "wasm-python": guest("python-jsonl.wasm", out, "pyguest.jsonl"),
+        "Python OTLP/HTTP": OTLPSpanExporter(endpoint=f"http://{collector}/v1/traces"),
+        "Python JSON-lines (the seed)": JsonLinesExporter(out / "python.jsonl"),
+        "Python no-op": NoopExporter(),
+        "wasm vendor-http": vendor(lens.WasmSpanExporter, collector, out),
+        "wasm vendor-http, blocking": vendor(lens.WasmSpanExporter, collector, out, blocking=True),
+        "wasm Rust JSON-lines": wasm(lens.WasmSpanExporter, "rust-jsonl.wasm", jsonl, out),
+        "wasm Rust JSON-lines, processor": wasm(
+            lens.WasmSpanProcessor, "rust-jsonl.wasm", {"path": "/out/rustp.jsonl"}, out
+        ),
+        "wasm Python JSON-lines": wasm(
+            lens.WasmSpanExporter, "python-jsonl.wasm", {"path": "/out/py.jsonl"}, out
+        ),
     }
 
 
@@ -92,24 +175,48 @@ def ended_spans(n: int) -> list:
     return list(memory.get_finished_spans())
 
 
-def exporter_throughput(exporter, batch, calls: int) -> float:
-    """Spans/s through `export()` until `force_flush` returns: a handing-off exporter is
-    timed until the guest has the spans, not until they are queued."""
+def points(n: int):
+    """A collection of `n` data points: a counter with `n` attribute sets."""
+    reader = InMemoryMetricReader()
+    counter = MeterProvider(metric_readers=[reader]).get_meter("bench").create_counter("tokens")
+    for i in range(n):
+        counter.add(i + 1, {"rank": i, "phase": "train"})
+    return reader.get_metrics_data()
+
+
+def log_records(n: int) -> list:
+    memory = InMemoryLogRecordExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
+    logger = provider.get_logger("bench")
+    for i in range(n):
+        logger.emit(body=f"step {i} done", attributes={"step": i, "phase": "train"})
+    return list(memory.get_finished_logs())
+
+
+# --- the measurements ------------------------------------------------------------------------
+
+
+def throughput(exporter, batch, items: int, calls: int) -> float:
+    """Items/s through `export()` until `force_flush` returns."""
     exporter.export(batch)  # warm: the guest's first batch initialises it with the resource
     exporter.force_flush()
     started = time.perf_counter()
     for _ in range(calls):
         exporter.export(batch)
     exporter.force_flush()
-    return calls * len(batch) / (time.perf_counter() - started)
+    return calls * items / (time.perf_counter() - started)
 
 
-def end_to_end(exporter, n: int) -> tuple[float, float]:
+def end_to_end(subject, n: int) -> tuple[float, float]:
     """(spans/s until flushed, application-thread ns per span)."""
     provider = TracerProvider()
-    provider.add_span_processor(
-        BatchSpanProcessor(exporter, max_queue_size=n, max_export_batch_size=512)
-    )
+    if isinstance(subject, lens.WasmSpanProcessor):
+        provider.add_span_processor(subject)
+    else:
+        provider.add_span_processor(
+            BatchSpanProcessor(subject, max_queue_size=n, max_export_batch_size=512)
+        )
     tracer = provider.get_tracer("bench")
     started = time.perf_counter()
     for i in range(n):
@@ -132,49 +239,77 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):,.0f} ({min(values):,.0f}–{max(values):,.0f})"
 
 
+def ratio(values: list[float], base: list[float]) -> str:
+    """The median of the per-run ratios, and their range."""
+    r = [v / b for v, b in zip(values, base, strict=True)]
+    return f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f})"
+
+
+def table(title: str, unit: str, results: dict, bases: list[str]) -> None:
+    print(f"\n{title}\n")
+    print(f"| subject | {unit} | " + " | ".join(f"× {b}" for b in bases) + " |")
+    print("|---|---:|" + "---:|" * len(bases))
+    for name, values in results.items():
+        cells = [ratio(values, results[b]) for b in bases]
+        print(f"| {name} | {spread(values)} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
-    batch = ended_spans(512)
+    spans = ended_spans(512)
+    collection = points(1000)
+    records = log_records(512)
     calls = 10 if QUICK else 40
     n = 20_000 if QUICK else 100_000
-    throughput: dict[str, list[float]] = {}
+    span_tp: dict[str, list[float]] = {}
     e2e: dict[str, list[float]] = {}
     app: dict[str, list[float]] = {}
+    metric_tp: dict[str, list[float]] = {}
+    log_tp: dict[str, list[float]] = {}
     convert: list[float] = []
-    for _ in range(RUNS):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = pathlib.Path(tmp)
-            for name, exporter in subjects(out).items():
-                throughput.setdefault(name, []).append(exporter_throughput(exporter, batch, calls))
-                exporter.shutdown()
-            for name, exporter in subjects(out).items():
-                rate, ns = end_to_end(exporter, n)
+    with tempfile.TemporaryDirectory() as tmp, rotel(pathlib.Path(tmp)) as collector:
+        out = pathlib.Path(tmp)
+        for _ in range(RUNS):
+            for name, subject in span_subjects(out, collector).items():
+                # `export()` of the no-op costs nothing; the processor has none.
+                if not isinstance(subject, (lens.WasmSpanProcessor, NoopExporter)):
+                    span_tp.setdefault(name, []).append(throughput(subject, spans, 512, calls))
+                subject.shutdown()
+            for name, subject in span_subjects(out, collector).items():
+                rate, ns = end_to_end(subject, n)
                 e2e.setdefault(name, []).append(rate)
                 app.setdefault(name, []).append(ns)
-        convert.append(conversion(batch, calls))
-    base = {
-        k: statistics.median(v)
-        for k, v in (("tp", throughput["python"]), ("e2e", e2e["python"]), ("app", app["python"]))
-    }
+            for name, exporter in {
+                "Python OTLP/HTTP": OTLPMetricExporter(endpoint=f"http://{collector}/v1/metrics"),
+                "wasm vendor-http": vendor(lens.WasmMetricExporter, collector, out),
+                "wasm Rust JSON-lines": wasm(
+                    lens.WasmMetricExporter, "rust-jsonl.wasm", {"path": "/out/m.jsonl"}, out
+                ),
+            }.items():
+                metric_tp.setdefault(name, []).append(throughput(exporter, collection, 1000, calls))
+                exporter.shutdown()
+            for name, exporter in {
+                "Python OTLP/HTTP": OTLPLogExporter(endpoint=f"http://{collector}/v1/logs"),
+                "wasm vendor-http": vendor(lens.WasmLogExporter, collector, out),
+                "wasm vendor-http, blocking": vendor(
+                    lens.WasmLogExporter, collector, out, blocking=True
+                ),
+                "wasm Rust JSON-lines": wasm(
+                    lens.WasmLogExporter, "rust-jsonl.wasm", {"path": "/out/l.jsonl"}, out
+                ),
+            }.items():
+                log_tp.setdefault(name, []).append(throughput(exporter, records, 512, calls))
+                exporter.shutdown()
+            convert.append(conversion(spans, calls))
     print(
-        f"Python {sys.version.split()[0]}, {RUNS} runs, {os.cpu_count()} cores, "
-        f"threads alive {threading.active_count()}\n"
+        f"Python {sys.version.split()[0]}, opentelemetry-sdk and exporters as installed, "
+        f"{RUNS} runs, {os.cpu_count()} cores"
     )
-    print(
-        "| exporter | export() of 512 spans, spans/s | × Python | end to end, spans/s | × Python "
-        "| application thread, ns/span | × Python |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name in throughput:
-        tp, ee, ap = (
-            statistics.median(throughput[name]),
-            statistics.median(e2e[name]),
-            statistics.median(app[name]),
-        )
-        print(
-            f"| {name} | {spread(throughput[name])} | {tp / base['tp']:.2f} "
-            f"| {spread(e2e[name])} | {ee / base['e2e']:.2f} "
-            f"| {spread(app[name])} | {ap / base['app']:.2f} |"
-        )
+    otlp, seed, noop = "Python OTLP/HTTP", "Python JSON-lines (the seed)", "Python no-op"
+    table("Spans: `export()` of 512, until flushed", "spans/s", span_tp, [otlp, seed])
+    table("Spans end to end", "spans/s", e2e, [otlp, seed, noop])
+    table("Application thread", "ns/span", app, [noop])
+    table("Metrics: `export()` of 1,000 points", "points/s", metric_tp, [otlp])
+    table("Logs: `export()` of 512 records, until flushed", "records/s", log_tp, [otlp])
     print(
         f"\nconversion (ReadableSpan → span data): {statistics.median(convert):.2f} µs/span "
         f"({min(convert):.2f}–{max(convert):.2f})"

@@ -13,7 +13,7 @@ use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::logs::{LogBatch, LogExporter};
 use lens::opentelemetry_sdk::trace::{SpanData, SpanExporter};
-use lens::wasm::{WasmLogExporter, WasmSpanExporter};
+use lens::wasm::{WasmLogExporter, WasmMetricExporter, WasmSpanExporter};
 
 /// The resource operations the package needs of each wasm exporter.
 pub trait Resourced {
@@ -23,6 +23,12 @@ pub trait Resourced {
 impl Resourced for WasmSpanExporter {
     fn apply_resource(&mut self, resource: &Resource) {
         SpanExporter::set_resource(self, resource);
+    }
+}
+
+impl Resourced for WasmMetricExporter {
+    fn apply_resource(&mut self, resource: &Resource) {
+        self.set_resource(resource);
     }
 }
 

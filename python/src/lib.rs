@@ -14,7 +14,9 @@
 mod convert;
 mod core;
 mod following;
+mod handoff;
 mod logs;
+mod metric_queue;
 mod metrics;
 mod spans;
 

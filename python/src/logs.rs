@@ -3,34 +3,24 @@
 //! [`BatchLogProcessor`]) and blocking (`blocking=True`: the export waits for the guest, the
 //! GIL released).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use lens::Signal;
 use lens::logs::BatchLogProcessor;
 use lens::opentelemetry::InstrumentationScope;
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::logs::{LogBatch, LogExporter as _, SdkLogRecord};
-use lens::trace::ExporterStats;
 use lens::wasm::WasmLogExporter;
 use pyo3::prelude::*;
 
 use crate::convert;
-use crate::core::{Entry, ResourceFollower, load_error, signal, stats_json};
-use crate::following::{Following, Handle};
+use crate::core::{Entry, load_error, signal};
+use crate::following::Handle;
+use crate::handoff::Core;
 
 /// One sandboxed log exporter, driven by the Python SDK's log record processor.
 #[pyclass(module = "lens._lens", frozen)]
-pub struct LogCore {
-    name: String,
-    following: Arc<Following<WasmLogExporter>>,
-    stats: Arc<ExporterStats>,
-    /// `None`: blocking.
-    queue: Option<BatchLogProcessor>,
-    resource: Mutex<ResourceFollower>,
-    shut_down: AtomicBool,
-}
+pub struct LogCore(Core<WasmLogExporter, BatchLogProcessor>);
 
 impl LogCore {
     fn build(py: Python<'_>, entry: Entry, blocking: bool) -> PyResult<Self> {
@@ -38,23 +28,17 @@ impl LogCore {
         let (exporter, stats) = py
             .detach(|| WasmLogExporter::from_config(&entry.name, &entry.spec, &empty))
             .map_err(load_error)?;
-        let following = Following::new(exporter);
-        let queue = (!blocking).then(|| {
+        let batch = entry.batch;
+        let queue_stats = stats.clone();
+        let queue = (!blocking).then_some(move |f| {
             BatchLogProcessor::with_flush(
-                Handle(following.clone()),
+                Handle(f),
                 |h| h.0.with(WasmLogExporter::force_flush),
-                entry.batch,
-                stats.clone(),
+                batch,
+                queue_stats,
             )
         });
-        Ok(Self {
-            name: entry.name,
-            following,
-            stats,
-            queue,
-            resource: Mutex::new(ResourceFollower::new()),
-            shut_down: AtomicBool::new(false),
-        })
+        Ok(Self(Core::new(entry.name, exporter, stats, queue)))
     }
 }
 
@@ -80,17 +64,17 @@ impl LogCore {
 
     #[getter]
     fn name(&self) -> &str {
-        &self.name
+        &self.0.name
     }
 
     #[getter]
     fn encoding(&self) -> Option<&'static str> {
-        self.following.with(WasmLogExporter::encoding)
+        self.0.encoding()
     }
 
     #[getter]
     fn blocking(&self) -> bool {
-        self.queue.is_none()
+        self.0.queue.is_none()
     }
 
     /// Exports (or hands off) a batch of log records; `None` on success, else why it failed
@@ -99,80 +83,41 @@ impl LogCore {
         let started = Instant::now();
         let read = convert::logs::records(batch).and_then(|r| {
             if let Some(resource) = &r.resource {
-                let mut seen = self.resource.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(changed) = seen.changed(resource)? {
-                    self.following.follow(changed);
-                }
+                self.0.follow(resource)?;
             }
             Ok(r.records)
         });
         let records = match read {
             Ok(r) => r,
             Err(e) => {
-                let export = self
-                    .stats
-                    .begin_direct_export(batch.len().unwrap_or(0) as u64);
-                self.stats
-                    .end_direct_export(export, false, started.elapsed());
-                return Some(format!(
-                    "wasm exporter `{}`: reading the records: {e}",
-                    self.name
-                ));
+                let n = batch.len().unwrap_or(0) as u64;
+                return self.0.failed("reading the records", n, started, e);
             }
         };
-        if let Some(queue) = &self.queue {
-            queue.hand_off(records);
-            return None;
+        match &self.0.queue {
+            Some(queue) => {
+                queue.hand_off(records);
+                self.0.handed_off()
+            }
+            None => self
+                .0
+                .export_blocking(py, records.len() as u64, started, |e| {
+                    let refs: Vec<(&SdkLogRecord, &InstrumentationScope)> =
+                        records.iter().map(|(r, s)| (r, s)).collect();
+                    futures_executor::block_on(e.export(LogBatch::new(&refs)))
+                }),
         }
-        let export = self.stats.begin_direct_export(records.len() as u64);
-        if self.shut_down.load(Ordering::Acquire) {
-            self.stats.abandon_direct_export(export);
-            return Some(format!("wasm exporter `{}`: already shut down", self.name));
-        }
-        let outcome = py.detach(|| {
-            let refs: Vec<(&SdkLogRecord, &InstrumentationScope)> =
-                records.iter().map(|(r, s)| (r, s)).collect();
-            self.following
-                .with(|e| futures_executor::block_on(e.export(LogBatch::new(&refs))))
-        });
-        self.stats
-            .end_direct_export(export, outcome.is_ok(), started.elapsed());
-        outcome.err().map(|e| e.to_string())
     }
 
     fn force_flush(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
-        let timeout = Duration::from_millis(timeout_millis);
-        py.detach(|| match &self.queue {
-            Some(queue) => queue.force_flush_within(timeout),
-            None => self.following.with(|e| e.force_flush_within(timeout)),
-        })
-        .err()
-        .map(|e| e.to_string())
+        self.0.force_flush(py, timeout_millis)
     }
 
     fn shutdown(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
-        if self.shut_down.swap(true, Ordering::AcqRel) {
-            return None;
-        }
-        let timeout = Duration::from_millis(timeout_millis);
-        let result = py.detach(|| match &self.queue {
-            Some(queue) => {
-                lens::opentelemetry_sdk::logs::LogProcessor::shutdown_with_timeout(queue, timeout)
-            }
-            None => self.following.with(|e| e.shutdown_with_timeout(timeout)),
-        });
-        self.stats.close_direct();
-        result.err().map(|e| e.to_string())
+        self.0.shutdown(py, timeout_millis)
     }
 
     fn stats_json(&self) -> String {
-        stats_json(
-            &self.stats,
-            if self.queue.is_some() {
-                "hand-off"
-            } else {
-                "blocking"
-            },
-        )
+        self.0.stats_json()
     }
 }

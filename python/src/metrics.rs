@@ -1,164 +1,126 @@
 //! [`MetricCore`]: the native half of `lens.WasmMetricExporter`.
 //!
-//! The Python SDK's periodic reader calls `export` on a thread of its own, once per interval:
-//! the collection is read under the GIL into an OTLP request, then the GIL is released while
-//! the guest runs. The export waits for the guest (the reader's thread is there to wait, and
-//! its `FAILURE` is how the reader learns of a failed collection); it is bounded by the
-//! reader's `timeout_millis` and the exporter's `export_timeout_ms`.
+//! The Python SDK's reader calls `export` on a thread of its own once per interval, and on the
+//! application's when it flushes or shuts the meter provider down: the collection is read under
+//! the GIL into an OTLP request, then handed off to the [`MetricQueue`]'s export thread (the
+//! default), or exported while the caller waits with the GIL released (`blocking=True`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
 use lens::Signal;
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::metrics::Temporality;
 use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
-use lens::trace::ExporterStats;
 use lens::wasm::WasmMetricExporter;
+use lens::wasm::metric_exporter::otlp_data_points;
 use pyo3::prelude::*;
-use std::sync::Arc;
 
 use crate::convert;
-use crate::core::{Entry, ResourceFollower, load_error, signal, stats_json};
+use crate::core::{Entry, load_error, signal};
+use crate::following::Following;
+use crate::handoff::Core;
+use crate::metric_queue::MetricQueue;
 
 /// One sandboxed metric exporter, driven by the Python SDK's metric reader.
 #[pyclass(module = "lens._lens", frozen)]
-pub struct MetricCore {
-    name: String,
-    exporter: RwLock<WasmMetricExporter>,
-    stats: Arc<ExporterStats>,
-    resource: Mutex<ResourceFollower>,
-    shut_down: AtomicBool,
-}
+pub struct MetricCore(Core<WasmMetricExporter, MetricQueue>);
 
 impl MetricCore {
-    fn build(py: Python<'_>, entry: Entry) -> PyResult<Self> {
+    fn build(py: Python<'_>, entry: Entry, blocking: bool) -> PyResult<Self> {
         let empty = Resource::builder_empty().build();
         let (exporter, stats) = py
             .detach(|| WasmMetricExporter::from_config(&entry.name, &entry.spec, &empty))
             .map_err(load_error)?;
-        Ok(Self {
-            name: entry.name,
-            exporter: RwLock::new(exporter),
-            stats,
-            resource: Mutex::new(ResourceFollower::new()),
-            shut_down: AtomicBool::new(false),
-        })
-    }
-
-    fn exporter(&self) -> std::sync::RwLockReadGuard<'_, WasmMetricExporter> {
-        self.exporter.read().unwrap_or_else(|p| p.into_inner())
+        let (name, queue_stats) = (entry.name.clone(), stats.clone());
+        let queue = (!blocking).then_some(move |f: Arc<Following<WasmMetricExporter>>| {
+            MetricQueue::new(&name, f, queue_stats)
+        });
+        Ok(Self(Core::new(entry.name, exporter, stats, queue)))
     }
 }
 
 #[pymethods]
 impl MetricCore {
     #[new]
-    fn new(py: Python<'_>, spec_json: &str) -> PyResult<Self> {
-        Self::build(py, Entry::from_json(spec_json, Signal::Metrics)?)
+    #[pyo3(signature = (spec_json, blocking=false))]
+    fn new(py: Python<'_>, spec_json: &str, blocking: bool) -> PyResult<Self> {
+        Self::build(py, Entry::from_json(spec_json, Signal::Metrics)?, blocking)
     }
 
     #[staticmethod]
-    #[pyo3(signature = (path, name=None))]
+    #[pyo3(signature = (path, name=None, blocking=false))]
     fn from_config(
         py: Python<'_>,
         path: std::path::PathBuf,
         name: Option<String>,
+        blocking: bool,
     ) -> PyResult<Self> {
-        Self::build(
-            py,
-            Entry::from_config(&path, name.as_deref(), signal("metrics")?)?,
-        )
+        let entry = Entry::from_config(&path, name.as_deref(), signal("metrics")?)?;
+        Self::build(py, entry, blocking)
+    }
+
+    #[getter]
+    fn blocking(&self) -> bool {
+        self.0.queue.is_none()
     }
 
     #[getter]
     fn name(&self) -> &str {
-        &self.name
+        &self.0.name
     }
 
     #[getter]
     fn encoding(&self) -> Option<&'static str> {
-        self.exporter().encoding()
+        self.0.encoding()
     }
 
     /// The temporality the guest asked for: `cumulative`, `delta` or `low_memory`.
     #[getter]
     fn temporality(&self) -> &'static str {
-        match self.exporter().temporality() {
+        match self.0.following.with(WasmMetricExporter::temporality) {
             Temporality::Delta => "delta",
             Temporality::LowMemory => "low_memory",
             _ => "cumulative",
         }
     }
 
-    /// Exports a `MetricsData`; `None` on success, else why it failed (never raises).
+    /// Hands off (or, blocking, exports) a `MetricsData`; `None` on success, else why it
+    /// failed (never raises). Counted per data point.
     fn export(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> Option<String> {
         let started = Instant::now();
         let collection = match convert::metrics::collection(data) {
             Ok(c) => c,
-            Err(e) => {
-                let export = self.stats.begin_direct_export(0);
-                self.stats
-                    .end_direct_export(export, false, started.elapsed());
-                return Some(format!(
-                    "wasm exporter `{}`: reading the metrics: {e}",
-                    self.name
-                ));
-            }
+            Err(e) => return self.0.failed("reading the metrics", 0, started, e),
         };
-        if let Some(resource) = &collection.resource {
-            let mut seen = self.resource.lock().unwrap_or_else(|p| p.into_inner());
-            match seen.changed(resource) {
-                Ok(Some(changed)) => self
-                    .exporter
-                    .write()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .set_resource(&changed),
-                Ok(None) => {}
-                Err(e) => {
-                    return Some(format!(
-                        "wasm exporter `{}`: reading the resource: {e}",
-                        self.name
-                    ));
-                }
-            }
+        let points = otlp_data_points(&collection.request);
+        if let Some(resource) = &collection.resource
+            && let Err(e) = self.0.follow(resource)
+        {
+            return self.0.failed("reading the resource", points, started, e);
         }
-        if self.shut_down.load(Ordering::Acquire) {
-            // Counted as dropped at shutdown: the stats are closed.
-            let points = lens::wasm::metric_exporter::otlp_data_points(&collection.request);
-            let export = self.stats.begin_direct_export(points);
-            self.stats.abandon_direct_export(export);
-            return Some(format!("wasm exporter `{}`: already shut down", self.name));
+        if let Some(refused) = self.0.refused_after_shutdown(points) {
+            return Some(refused);
         }
         let request = collection.request;
-        py.detach(|| self.exporter().export_otlp(&request))
-            .err()
-            .map(|e| e.to_string())
+        if let Some(queue) = &self.0.queue {
+            queue.hand_off(request);
+            return None;
+        }
+        // `export_otlp` counts the points itself; the core's ticket covers none.
+        self.0
+            .export_blocking(py, 0, started, |e| e.export_otlp(&request))
     }
 
     fn force_flush(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
-        py.detach(|| {
-            self.exporter()
-                .force_flush_within(Duration::from_millis(timeout_millis))
-        })
-        .err()
-        .map(|e| e.to_string())
+        self.0.force_flush(py, timeout_millis)
     }
 
     fn shutdown(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
-        if self.shut_down.swap(true, Ordering::AcqRel) {
-            return None;
-        }
-        let result = py.detach(|| {
-            self.exporter()
-                .shutdown_with_timeout(Duration::from_millis(timeout_millis))
-        });
-        self.stats.close_direct();
-        result.err().map(|e| e.to_string())
+        self.0.shutdown(py, timeout_millis)
     }
 
     fn stats_json(&self) -> String {
-        stats_json(&self.stats, "blocking")
+        self.0.stats_json()
     }
 }

@@ -41,8 +41,12 @@ def test_the_readme_python_rank_runs_as_written(tmp_path: pathlib.Path) -> None:
         [sys.executable, "-c", rank], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    # What it prints is the exporter's statistics: the one span, exported.
+    # What it prints is the exporters' statistics: every item exported, none dropped.
     stats = ast.literal_eval(done.stdout.strip().splitlines()[-1])
-    assert stats["exported"] == 1, stats
+    assert all(s["exported"] >= 1 and s["dropped"] == 0 for s in stats.values()), stats
     spans = (tmp_path / "out" / "spans.jsonl").read_text().splitlines()
     assert [json.loads(s)["name"] for s in spans] == ["step"]
+    points = (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
+    assert "train.steps" in [json.loads(p)["name"] for p in points]
+    records = (tmp_path / "out" / "logs.jsonl").read_text().splitlines()
+    assert [json.loads(r)["body"] for r in records] == ["step done"]

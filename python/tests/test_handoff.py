@@ -63,7 +63,7 @@ def test_a_hung_guest_never_holds_the_python_thread(guests):
     assert_every_span_counted_once(stats, 80)
     assert stats["exported"] == 0 and stats["dropped_queue_full"] > 0, stats
     # After the shutdown: dropped at once, counted.
-    assert exporter.export(spans) == SpanExportResult.SUCCESS
+    assert exporter.export(spans) == SpanExportResult.FAILURE
     assert_every_span_counted_once(exporter.stats(), 90)
 
 
@@ -139,3 +139,43 @@ def test_the_span_processor_queues_every_span_from_on_end(guests, tmp_path):
     assert stats["exported"] == 1200 and stats["mode"] == "hand-off"
     spans = [s for line in recorded(tmp_path) if "typed" in line for s in line["typed"]]
     assert sorted(s["attributes"]["i"]["s64"] for s in spans) == list(range(1200))
+
+
+def test_metric_and_log_hand_offs_under_a_hung_guest_keep_their_timeouts_and_counts(
+    guests, tmp_path
+):
+    """The recorder with `hang = true`: every export sleeps in a host call for good."""
+    from test_signals import collect, log_records_of
+
+    data = collect()
+    points = sum(
+        len(m.data.data_points)
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+    )
+    records = log_records_of(3)
+    for cls, batch, items in (
+        (lens.WasmMetricExporter, data, points),
+        (lens.WasmLogExporter, records, 3),
+    ):
+        exporter = recorder(
+            guests, tmp_path, "otlp", cls=cls, settings={"hang": "true"},
+            call_timeout_ms=300, max_queue_size=6, max_export_batch_size=3,
+            name=f"hung-{cls.__name__}",
+        )  # fmt: skip
+        started = time.monotonic()
+        for _ in range(8):
+            assert exporter.export(batch).name == "SUCCESS"
+        assert time.monotonic() - started < 0.2
+        started = time.monotonic()
+        assert exporter.force_flush(timeout_millis=300) is False
+        assert time.monotonic() - started < 1.5
+        started = time.monotonic()
+        exporter.shutdown(timeout_millis=500)
+        assert time.monotonic() - started < 2.5
+        stats = exporter.stats()
+        assert_every_span_counted_once(stats, 8 * items)
+        assert stats["exported"] == 0 and stats["dropped_queue_full"] > 0, stats
+        assert exporter.export(batch).name == "FAILURE"
+        assert_every_span_counted_once(exporter.stats(), 9 * items)

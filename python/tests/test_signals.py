@@ -127,6 +127,10 @@ def test_metrics_equal_the_python_sdks_own_encoding(guests, tmp_path, encoding):
     )
     stats = exporter.stats()
     assert (stats["received"], stats["exported"], stats["dropped"]) == (points, points, 0)
+    # After the shutdown: refused, and counted as dropped at shutdown.
+    assert exporter.export(data).name == "FAILURE"
+    stats = exporter.stats()
+    assert (stats["received"], stats["dropped_shutdown"]) == (2 * points, points), stats
 
 
 def test_typed_metrics_carry_every_kind_and_value(guests, tmp_path):
@@ -222,6 +226,16 @@ def emit_every_log_kind(provider: LoggerProvider) -> None:
             timestamp=1_700_000_000_000_000_000,
         )
     api.emit(body={"k": "v", "n": 2}, event_name="ckpt.saved", severity_number=SeverityNumber.INFO2)
+
+
+def log_records_of(n: int) -> list:
+    """`n` finished log records."""
+    oracle = InMemoryLogRecordExporter()
+    provider = LoggerProvider(resource=RESOURCE)
+    provider.add_log_record_processor(SimpleLogRecordProcessor(oracle))
+    for i in range(n):
+        provider.get_logger("l").emit(body=f"record {i}")
+    return oracle.get_finished_logs()
 
 
 def run_logs(exporter):

@@ -254,6 +254,45 @@ fn config_show_applies_environment_overrides() {
 }
 
 #[test]
+fn config_show_prints_a_wasm_entrys_effective_defaults() {
+    // The defaults the host uses, as the docs and the Python keywords give them.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("lens.toml");
+    std::fs::write(
+        &cfg,
+        "[log_batch]\nexport_timeout_ms = 7000\n\
+         [[logs.exporters]]\nkind = \"wasm\"\npath = \"x.wasm\"\nforward_stdio = false\n",
+    )
+    .unwrap();
+    let result = lens()
+        .args(["config", "show", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(result.status.success(), "{result:?}");
+    let shown: lens::LensConfig = toml::from_str(&String::from_utf8_lossy(&result.stdout)).unwrap();
+    let lens::config::ExporterSpec::Wasm(w) = &shown.logs.exporters[0] else {
+        panic!("a wasm entry");
+    };
+    assert_eq!(w.forward_stdio, Some(false), "what the file says stays");
+    assert_eq!(
+        w.memory_limit_mib,
+        Some(lens::wasm::DEFAULT_MEMORY_LIMIT_MIB)
+    );
+    assert_eq!(
+        w.call_timeout_ms,
+        Some(7000),
+        "the entry's batch export timeout"
+    );
+    assert_eq!(w.init_timeout_ms, Some(5000));
+    assert_eq!(w.compile_memory_mib, Some(2048));
+    assert_eq!(w.compile_timeout_ms, Some(300_000));
+    assert_eq!(w.max_file_mib, Some(256));
+    let default = lens::wasm::with_defaults(&Default::default(), &Default::default());
+    assert_eq!(default.forward_stdio, Some(true));
+}
+
+#[test]
 fn demo_with_a_guest_that_traps_every_few_batches_completes_and_reports_it() {
     let text = format!(
         "exporter = \"none\"\nmetrics_enabled = false\n[batch]\nmax_export_batch_size = 8\nscheduled_delay_ms = 10\n\

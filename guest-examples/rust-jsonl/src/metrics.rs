@@ -34,16 +34,7 @@ pub struct MetricLines {
 
 impl MetricExporter for MetricLines {
     fn new(config: Config) -> Result<Self, String> {
-        let temporality = match config.setting("temporality") {
-            None | Some("cumulative") => Temporality::Cumulative,
-            Some("delta") => Temporality::Delta,
-            Some("low-memory") => Temporality::LowMemory,
-            Some(other) => {
-                return Err(format!(
-                    "`temporality` must be cumulative, delta or low-memory, not `{other}`"
-                ));
-            }
-        };
+        let temporality = config.temporality()?;
         Ok(MetricLines {
             output: Output::open(&config)?,
             temporality,

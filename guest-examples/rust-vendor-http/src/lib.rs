@@ -1,9 +1,12 @@
-//! A vendor integration as a sandboxed exporter: asks for the OTLP protobuf encoding and POSTs
-//! each batch, unchanged, to an OTLP/HTTP endpoint with `wasi:http`.
+//! A vendor integration as a sandboxed exporter of every signal: asks for the OTLP protobuf
+//! encoding and POSTs each batch (spans, a metric collection, log records), unchanged, to an
+//! OTLP/HTTP endpoint with `wasi:http`.
 //!
 //! Settings:
-//! - `endpoint` (required): e.g. `https://ingest.example.com/v1/traces`. The config must list
-//!   its host in `allowed_hosts`, or every request is denied.
+//! - `endpoint` (required): e.g. `https://ingest.example.com/v1/traces`; without a path, the
+//!   signal's OTLP path (`/v1/traces`, `/v1/metrics`, `/v1/logs`). The config must list its
+//!   host in `allowed_hosts`, or every request is denied.
+//! - `temporality` (metrics): `cumulative` (default), `delta` or `low-memory`.
 //! - `api_key_env` (default `VENDOR_API_KEY`): environment variable holding the API key, sent
 //!   as `api_key_header` (default `x-api-key`). Grant it with
 //!   `env = { VENDOR_API_KEY = { from_host = "VENDOR_API_KEY" } }`; without it no key is sent.
@@ -14,11 +17,15 @@
 
 use std::time::Duration;
 
-use lens_exporter_sdk::{Config, Encoding, ExportError, ExportResult, SpanBatch, SpanExporter};
+use lens_exporter_sdk::metrics::Temporality;
+use lens_exporter_sdk::{
+    Config, Encoding, ExportError, ExportResult, LogBatch, LogExporter, MetricBatch,
+    MetricExporter, SpanBatch, SpanExporter,
+};
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
 
-lens_exporter_sdk::export!(spans: VendorHttp);
+lens_exporter_sdk::export!(spans: VendorHttp, metrics: VendorHttp, logs: VendorHttp);
 
 struct Target {
     scheme: Scheme,
@@ -28,7 +35,7 @@ struct Target {
     key: Option<String>,
 }
 
-fn parse_endpoint(url: &str) -> Result<(Scheme, String, String), String> {
+fn parse_endpoint(url: &str, default_path: &str) -> Result<(Scheme, String, String), String> {
     let (scheme, rest) = if let Some(r) = url.strip_prefix("https://") {
         (Scheme::Https, r)
     } else if let Some(r) = url.strip_prefix("http://") {
@@ -40,7 +47,7 @@ fn parse_endpoint(url: &str) -> Result<(Scheme, String, String), String> {
     };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/v1/traces"),
+        None => (rest, default_path),
     };
     if authority.is_empty() {
         return Err(format!("endpoint `{url}` has no host"));
@@ -101,15 +108,18 @@ fn post(t: &Target, body: &[u8]) -> Result<(u16, Option<u64>), String> {
 
 struct VendorHttp {
     target: Target,
+    temporality: Temporality,
 }
 
-impl SpanExporter for VendorHttp {
-    fn new(config: Config) -> Result<Self, String> {
+impl VendorHttp {
+    /// The exporter of one signal, whose OTLP path is `default_path`.
+    fn from(config: &Config, default_path: &str) -> Result<Self, String> {
         let endpoint = config
             .setting("endpoint")
             .ok_or("setting `endpoint` is required")?;
-        let (scheme, authority, path) = parse_endpoint(endpoint)?;
+        let (scheme, authority, path) = parse_endpoint(endpoint, default_path)?;
         let key_env = config.setting("api_key_env").unwrap_or("VENDOR_API_KEY");
+        let temporality = config.temporality()?;
         Ok(VendorHttp {
             target: Target {
                 scheme,
@@ -121,19 +131,15 @@ impl SpanExporter for VendorHttp {
                     .into(),
                 key: std::env::var(key_env).ok(),
             },
+            temporality,
         })
     }
 
-    /// The batch's bytes are the request body.
-    fn encoding(&self) -> Encoding {
-        Encoding::OtlpProtobuf
-    }
-
-    fn export(&mut self, batch: SpanBatch<'_>) -> ExportResult {
+    /// POSTs one request body: 2xx is done, 429 and 5xx (and connection failures) retryable,
+    /// another 4xx rejected.
+    fn send(&self, body: Option<&[u8]>) -> ExportResult {
         let t = &self.target;
-        let body = batch
-            .otlp_protobuf()
-            .ok_or("this exporter asked for OTLP protobuf batches")?;
+        let body = body.ok_or("this exporter asked for OTLP protobuf batches")?;
         let failed =
             |status: &dyn std::fmt::Display| format!("{}{}: {status}", t.authority, t.path);
         match post(t, body) {
@@ -153,5 +159,59 @@ impl SpanExporter for VendorHttp {
             ))),
             Err(e) => Err(ExportError::retryable(failed(&e))),
         }
+    }
+}
+
+// The batch's bytes are the request body, for every signal.
+
+impl SpanExporter for VendorHttp {
+    fn new(config: Config) -> Result<Self, String> {
+        Self::from(&config, "/v1/traces")
+    }
+
+    fn encoding(&self) -> Encoding {
+        Encoding::OtlpProtobuf
+    }
+
+    fn export(&mut self, batch: SpanBatch<'_>) -> ExportResult {
+        self.send(batch.otlp_protobuf())
+    }
+}
+
+impl MetricExporter for VendorHttp {
+    fn new(config: Config) -> Result<Self, String> {
+        Self::from(&config, "/v1/metrics")
+    }
+
+    fn encoding(&self) -> Encoding {
+        Encoding::OtlpProtobuf
+    }
+
+    fn temporality(&self) -> Temporality {
+        self.temporality
+    }
+
+    fn export(&mut self, batch: MetricBatch<'_>) -> ExportResult {
+        self.send(match batch {
+            MetricBatch::OtlpProtobuf(bytes) => Some(bytes),
+            MetricBatch::Scopes(_) => None,
+        })
+    }
+}
+
+impl LogExporter for VendorHttp {
+    fn new(config: Config) -> Result<Self, String> {
+        Self::from(&config, "/v1/logs")
+    }
+
+    fn encoding(&self) -> Encoding {
+        Encoding::OtlpProtobuf
+    }
+
+    fn export(&mut self, batch: LogBatch<'_>) -> ExportResult {
+        self.send(match batch {
+            LogBatch::OtlpProtobuf(bytes) => Some(bytes),
+            LogBatch::Scopes(_) => None,
+        })
     }
 }

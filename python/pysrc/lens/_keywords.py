@@ -24,7 +24,7 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
       a guest's retry hint never shortens the host's backoff;
     - ``max_concurrent_exports``: instances run side by side;
     - ``max_queue_size``, ``max_export_batch_size``: Lens's hand-off queue (defaults: the
-      ``[batch]`` and ``[logs.batch]`` tables', 16384 and 512 for spans, 2048 and 512 for logs);
+      ``[batch]`` and ``[log_batch]`` tables', 16384 and 512 for spans, 2048 and 512 for logs);
     - ``forward_stdio``: the guest's stdout/stderr to this process's logging (default ``True``,
       as in the TOML);
     - ``name``: the name in messages and statistics (default: the file's stem)."""

@@ -63,28 +63,41 @@ _TEMPORALITIES = {
 class WasmMetricExporter(Sandboxed, MetricExporter):
     """A metric exporter running a sandboxed WebAssembly component (``metric-exporter``), for
     ``PeriodicExportingMetricReader`` (and so for NeMo Lens's ``metric_reader=``). The reader
-    aggregates with the temporality the guest asked for in ``init``
-    (``temporality``). Each collection is read under the GIL into an OTLP request; the guest
-    then runs without the GIL. ``export`` waits for the guest, on the reader's own thread
-    (which is there to wait, and learns of a failure from its ``FAILURE``), bounded by
-    ``export_timeout_ms``. Data points are counted as spans are.
+    aggregates with the temporality the guest asked for in ``init`` (``temporality``). Each
+    collection is read under the GIL into an OTLP request and, by default, handed to Lens's
+    export thread: neither the reader's thread nor the application's (when it flushes or shuts
+    the meter provider down) waits for the guest. The queue holds 4 collections; one that finds
+    it full is dropped and counted. ``blocking=True`` waits for the guest (the GIL released) and
+    returns its answer. Data points are counted as spans are.
 
     {keywords}
     """
 
-    def __init__(self, path: str | PathLike[str], **keywords: Any) -> None:
-        self._start(MetricCore(spec_json(path, **keywords)))
+    def __init__(
+        self, path: str | PathLike[str], *, blocking: bool = False, **keywords: Any
+    ) -> None:
+        self._start(MetricCore(spec_json(path, **keywords), blocking=blocking))
 
     @classmethod
     def from_config(
-        cls, path: str | PathLike[str], name: str | None = None, signal: str = "metrics"
+        cls,
+        path: str | PathLike[str],
+        name: str | None = None,
+        signal: str = "metrics",
+        *,
+        blocking: bool = False,
     ) -> WasmMetricExporter:
         """The ``kind = "wasm"`` entry of a Lens TOML file's ``[[metrics.exporters]]`` named
         ``name``, or the only one."""
         _expect_signal(signal, "metrics", cls)
         exporter = cls.__new__(cls)
-        exporter._start(MetricCore.from_config(str(path), name))
+        exporter._start(MetricCore.from_config(str(path), name, blocking=blocking))
         return exporter
+
+    @property
+    def blocking(self) -> bool:
+        """Whether ``export`` waits for the guest."""
+        return self._core.blocking
 
     def _start(self, core: Any) -> None:
         self._core = core
@@ -98,8 +111,8 @@ class WasmMetricExporter(Sandboxed, MetricExporter):
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **_: Any
     ) -> MetricExportResult:
-        """Exports a collection; ``FAILURE`` (never an exception) when it cannot be read or the
-        guest fails or faults."""
+        """Hands the collection off (or, blocking, exports it); ``FAILURE`` (never an exception)
+        when it cannot be read or the guest fails or faults."""
         if self._core.export(metrics_data) is None:
             return MetricExportResult.SUCCESS
         return MetricExportResult.FAILURE

@@ -9,6 +9,21 @@ pub use crate::bindings::metrics::lens::exporter::metric_types::{
 
 use crate::export::{Config, Encoding, ExportResult};
 
+impl Config {
+    /// The `temporality` setting, the metric exporters' convention: `cumulative` (the default),
+    /// `delta` or `low-memory`.
+    pub fn temporality(&self) -> Result<Temporality, String> {
+        match self.setting("temporality") {
+            None | Some("cumulative") => Ok(Temporality::Cumulative),
+            Some("delta") => Ok(Temporality::Delta),
+            Some("low-memory") => Ok(Temporality::LowMemory),
+            Some(other) => Err(format!(
+                "`temporality` must be cumulative, delta or low-memory, not `{other}`"
+            )),
+        }
+    }
+}
+
 /// A metric exporter: OpenTelemetry's `PushMetricExporter`, as a Lens guest. The host's periodic
 /// reader calls `export` once per interval with every instrument's data.
 pub trait MetricExporter: Sized + 'static {

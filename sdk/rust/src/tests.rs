@@ -385,3 +385,32 @@ fn the_docs_rust_example_is_the_crate_example() {
     let example = &crate_doc[start..start + crate_doc[start..].find("```").unwrap()];
     assert_eq!(example, snippet);
 }
+
+#[test]
+fn the_temporality_setting_reads_the_convention_and_names_a_bad_value() {
+    use crate::metrics::Temporality;
+    let config = |v: Option<&str>| {
+        let settings = v.map(|v| vec![("temporality".to_string(), v.to_string())]);
+        Config::new(
+            settings.unwrap_or_default(),
+            wit::Resource {
+                attributes: Vec::new(),
+                schema_url: None,
+            },
+        )
+    };
+    assert!(matches!(
+        config(None).temporality(),
+        Ok(Temporality::Cumulative)
+    ));
+    assert!(matches!(
+        config(Some("delta")).temporality(),
+        Ok(Temporality::Delta)
+    ));
+    assert!(matches!(
+        config(Some("low-memory")).temporality(),
+        Ok(Temporality::LowMemory)
+    ));
+    let err = config(Some("weekly")).temporality().unwrap_err();
+    assert!(err.contains("`weekly`"), "{err}");
+}

@@ -265,7 +265,8 @@ fn the_javascript_example_passes() {
 fn the_rust_vendor_example_passes_against_a_real_collector() {
     let collector = Collector::start_quiet();
     let authority = format!("127.0.0.1:{}", collector.http_port);
-    let endpoint = format!("endpoint=http://{authority}/v1/traces");
+    // No path: each signal's exporter posts to its own OTLP path (`/v1/traces`, …).
+    let endpoint = format!("endpoint=http://{authority}");
     let (code, stdout, stderr) = check(&[
         env!("LENS_EXAMPLE_VENDOR_HTTP_WASM"),
         "--setting",
@@ -278,4 +279,10 @@ fn the_rust_vendor_example_passes_against_a_real_collector() {
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("  encoding      otlp-protobuf"), "{stdout}");
     assert!(stdout.contains("    http         wasi:http/"), "{stdout}");
+    for interface in ["span-exporter", "metric-exporter", "log-exporter"] {
+        assert!(
+            stdout.contains(&format!("lens:exporter/{interface}@0.3.0 (")),
+            "{stdout}"
+        );
+    }
 }

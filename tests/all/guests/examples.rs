@@ -12,29 +12,44 @@ use lens_test_support::pipeline::exporting;
 
 const VENDOR: &str = env!("LENS_EXAMPLE_VENDOR_HTTP_WASM");
 
+/// The vendor guest's entry, sending to the collector's OTLP/HTTP `endpoint`.
+fn vendor_entry(endpoint: String, allowed: Vec<String>) -> ExporterSpec {
+    ExporterSpec::Wasm(WasmExporterSpec {
+        name: Some("vendor".into()),
+        path: VENDOR.into(),
+        allowed_hosts: allowed,
+        env: [(
+            "VENDOR_API_KEY".to_string(),
+            EnvGrant::Value("s3cret".into()),
+        )]
+        .into(),
+        settings: [("endpoint".to_string(), endpoint)].into(),
+        call_timeout_ms: Some(3000),
+        ..Default::default()
+    })
+}
+
+/// `config` installed as rank 1 of 2, reading an empty environment.
+fn install(config: LensConfig) -> lens::TelemetryHandle {
+    Telemetry::builder(config)
+        .rank(1)
+        .world_size(2)
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+        .unwrap()
+}
+
 fn vendor_config(port: u16, allowed: Vec<String>) -> LensConfig {
     LensConfig {
         service_name: "vendor-e2e".into(),
         run_id: "v".into(),
         metrics_enabled: false,
         traces: SignalConfig {
-            exporters: vec![ExporterSpec::Wasm(WasmExporterSpec {
-                name: Some("vendor".into()),
-                path: VENDOR.into(),
-                allowed_hosts: allowed,
-                env: [(
-                    "VENDOR_API_KEY".to_string(),
-                    EnvGrant::Value("s3cret".into()),
-                )]
-                .into(),
-                settings: [(
-                    "endpoint".to_string(),
-                    format!("http://127.0.0.1:{port}/v1/traces"),
-                )]
-                .into(),
-                call_timeout_ms: Some(3000),
-                ..Default::default()
-            })],
+            exporters: vec![vendor_entry(
+                format!("http://127.0.0.1:{port}/v1/traces"),
+                allowed,
+            )],
         },
         ..exporting()
     }
@@ -44,13 +59,7 @@ fn vendor_config(port: u16, allowed: Vec<String>) -> LensConfig {
 fn vendor_http_guest_delivers_otlp_to_a_real_collector() {
     let collector = Collector::start();
     let port = collector.http_port;
-    let handle = Telemetry::builder(vendor_config(port, vec![format!("127.0.0.1:{port}")]))
-        .rank(1)
-        .world_size(2)
-        .env(HashMap::<String, String>::new())
-        .install_global(false)
-        .install()
-        .unwrap();
+    let handle = install(vendor_config(port, vec![format!("127.0.0.1:{port}")]));
     let tracer = handle.tracer("trainer");
     for step in 0..3 {
         let mut s = tracer.start("vendor_step");
@@ -105,4 +114,51 @@ fn vendor_http_guest_without_the_host_granted_is_denied_and_counts_drops() {
     );
     std::thread::sleep(Duration::from_millis(300));
     assert!(!Collector::span_names(&collector.output()).contains(&"never_arrives".to_string()));
+}
+
+#[test]
+fn vendor_http_guest_delivers_metrics_and_log_records_to_their_otlp_paths() {
+    // One endpoint without a path: each signal's exporter posts to its OTLP path.
+    let collector = Collector::start();
+    let port = collector.http_port;
+    let entry = || SignalConfig {
+        exporters: vec![vendor_entry(
+            format!("http://127.0.0.1:{port}"),
+            vec![format!("127.0.0.1:{port}")],
+        )],
+    };
+    let config = LensConfig {
+        traces_enabled: false,
+        metrics_enabled: true,
+        logs_enabled: true,
+        metric_export_interval_ms: 200,
+        metrics: entry(),
+        logs: entry(),
+        ..vendor_config(port, Vec::new())
+    };
+    let handle = install(config);
+    handle
+        .meter("trainer")
+        .u64_counter("vendor.tokens")
+        .build()
+        .add(4096, &[KeyValue::new("phase", "train")]);
+    let bridge = handle.log_bridge(log::LevelFilter::Info, "");
+    log::Log::log(
+        &bridge,
+        &log::Record::builder()
+            .level(log::Level::Warn)
+            .target("trainer")
+            .args(format_args!("vendor log line"))
+            .build(),
+    );
+    handle.force_flush(Duration::from_secs(10)).unwrap();
+    let out = collector.wait_for("the metric and the log record", |o| {
+        o.contains("Name: vendor.tokens") && o.contains("vendor log line")
+    });
+    assert!(out.contains("phase: Str(train)"), "{out}");
+    handle.shutdown(Duration::from_secs(10)).unwrap();
+    let stats = handle.stats();
+    for e in [&stats.metric_exporters[0], &stats.log_exporters[0]] {
+        assert!(e.exported >= 1 && e.dropped() == 0, "{e:?}");
+    }
 }

@@ -26,7 +26,7 @@ use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
 use crate::config::BatchConfig;
 use crate::signal::Signal;
-pub use stats::{DeliveryStats, DropReason, ExporterSnapshot, ExporterStats};
+pub use stats::{DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats};
 
 /// One kind of exporter as the batch queue drives it: exports run on the worker thread (and,
 /// with `max_concurrent_exports`, on scoped threads beside it), the rest on the worker alone.

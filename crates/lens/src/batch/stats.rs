@@ -221,6 +221,14 @@ impl ExporterStats {
         }
     }
 
+    /// The export was not made for `reason` (a full hand-off queue): its items are dropped for
+    /// it, unless the shutdown already counted them.
+    pub fn refuse_direct_export(&self, export: DirectExport, reason: DropReason) {
+        if self.finish_direct(&export) {
+            self.record_dropped(reason, export.items);
+        }
+    }
+
     /// The installation is shut down: the items of exports still running are dropped at
     /// shutdown, and so will be those of any export starting later.
     pub fn close_direct(&self) {

@@ -14,7 +14,7 @@ use super::exporter::Lanes;
 use super::instance::Payload;
 use super::interface::Signal;
 use super::{HostInputs, lanes_from_config, start_lanes};
-use crate::batch::ExporterStats;
+use crate::batch::{DirectExport, ExporterStats};
 use crate::bindings::metric_types::Temporality as WitTemporality;
 use crate::config::{BatchConfig, WasmExporterSpec};
 use crate::encoding::metrics::{data_points, encode_metrics};
@@ -88,12 +88,23 @@ impl WasmMetricExporter {
     /// Python package's), counted per data point as [`PushMetricExporter::export`] counts.
     /// The typed encoding is built from the request; the OTLP encodings are the request.
     pub fn export_otlp(&self, request: &ExportMetricsServiceRequest) -> OTelSdkResult {
-        let points = otlp_data_points(request);
+        let export = self.stats.begin_direct_export(otlp_data_points(request));
+        self.export_otlp_counted(request, export)
+    }
+
+    /// As [`export_otlp`](Self::export_otlp), counted under `export`, begun by the caller when
+    /// it took the collection (a hand-off to a queue: counted while it waits there).
+    pub fn export_otlp_counted(
+        &self,
+        request: &ExportMetricsServiceRequest,
+        export: DirectExport,
+    ) -> OTelSdkResult {
         let started = Instant::now();
-        let export = self.stats.begin_direct_export(points);
-        let result = self.lanes.export(points, |preferences, _| {
-            Payload::Metrics(encode_otlp_metrics(request, preferences.encoding))
-        });
+        let result = self
+            .lanes
+            .export(otlp_data_points(request), |preferences, _| {
+                Payload::Metrics(encode_otlp_metrics(request, preferences.encoding))
+            });
         self.stats
             .end_direct_export(export, result.is_ok(), started.elapsed());
         result

@@ -80,6 +80,28 @@ pub const DEFAULT_MEMORY_LIMIT_MIB: u64 = 256;
 /// each take.
 pub const DEFAULT_INIT_TIMEOUT_MS: u64 = 5000;
 
+/// Default of `forward_stdio`: the guest's stdout/stderr lines go to the host's log (the
+/// Python package's keyword has the same default).
+pub const DEFAULT_FORWARD_STDIO: bool = true;
+
+/// `spec` with every unset key at the value the host uses (`lens config show` prints these):
+/// `batch` is the entry's effective batch settings, whose `export_timeout_ms` is the call
+/// deadline's default.
+pub fn with_defaults(spec: &WasmExporterSpec, batch: &BatchConfig) -> WasmExporterSpec {
+    let mut s = spec.clone();
+    s.memory_limit_mib.get_or_insert(DEFAULT_MEMORY_LIMIT_MIB);
+    s.call_timeout_ms.get_or_insert(batch.export_timeout_ms);
+    s.init_timeout_ms.get_or_insert(DEFAULT_INIT_TIMEOUT_MS);
+    s.forward_stdio.get_or_insert(DEFAULT_FORWARD_STDIO);
+    s.max_file_mib.get_or_insert(DEFAULT_MAX_FILE_MIB);
+    s.compile_memory_mib
+        .get_or_insert(compiler::DEFAULT_COMPILE_MEMORY_MIB);
+    s.compile_timeout_ms
+        .get_or_insert(compiler::DEFAULT_COMPILE_TIMEOUT_MS);
+    s.on_setup_failure.get_or_insert_default();
+    s
+}
+
 /// What the host needs from the installation that builds an exporter.
 pub struct HostInputs<'a> {
     /// Where `env = { X = { from_host = "Y" } }` grants read `Y`.
@@ -240,7 +262,7 @@ fn grants(
         env,
         preopens,
         allowed_hosts: spec.allowed_hosts.clone(),
-        forward_stdio: spec.forward_stdio.unwrap_or(true),
+        forward_stdio: spec.forward_stdio.unwrap_or(DEFAULT_FORWARD_STDIO),
         memory_limit: (memory_mib as usize).saturating_mul(1 << 20),
         log_prefix: format!("wasm exporter `{name}` rank {}", inputs.rank).into(),
         stderr_warnings: Arc::default(),

@@ -1,0 +1,195 @@
+//! [`Core`]: what the span, metric and log cores share — the exporter (behind [`Following`]),
+//! its counters, Lens's batch processor when batches are handed off, the resource the guest
+//! follows, and flush, shutdown and blocking exports, each with the GIL released.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lens::logs::BatchLogProcessor;
+use lens::opentelemetry_sdk::error::OTelSdkResult;
+use lens::opentelemetry_sdk::logs::{LogExporter as _, LogProcessor as _};
+use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
+use lens::opentelemetry_sdk::trace::{SpanExporter as _, SpanProcessor as _};
+use lens::trace::{BatchSpanProcessor, ExporterStats};
+use lens::wasm::{WasmLogExporter, WasmMetricExporter, WasmSpanExporter};
+use pyo3::prelude::*;
+
+use crate::core::{ResourceFollower, stats_json};
+use crate::following::{Following, Resourced};
+
+/// Lens's batch processor of one signal, as the hand-off drives it.
+pub trait Queue: Send + Sync {
+    fn flush_within(&self, timeout: Duration) -> OTelSdkResult;
+    fn shut_down(&self, timeout: Duration) -> OTelSdkResult;
+}
+
+impl Queue for BatchSpanProcessor {
+    fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.force_flush_within(timeout)
+    }
+    fn shut_down(&self, timeout: Duration) -> OTelSdkResult {
+        self.shutdown_with_timeout(timeout)
+    }
+}
+
+impl Queue for BatchLogProcessor {
+    fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.force_flush_within(timeout)
+    }
+    fn shut_down(&self, timeout: Duration) -> OTelSdkResult {
+        self.shutdown_with_timeout(timeout)
+    }
+}
+
+/// A wasm exporter of one signal, as the cores drive it directly.
+pub trait Guest: Resourced + Send + Sync + 'static {
+    fn flush_within(&self, timeout: Duration) -> OTelSdkResult;
+    fn shut_down(&self, timeout: Duration) -> OTelSdkResult;
+    fn encoding(&self) -> Option<&'static str>;
+}
+
+macro_rules! guest {
+    ($ty:ty) => {
+        impl Guest for $ty {
+            fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
+                self.force_flush_within(timeout)
+            }
+            fn shut_down(&self, timeout: Duration) -> OTelSdkResult {
+                self.shutdown_with_timeout(timeout)
+            }
+            fn encoding(&self) -> Option<&'static str> {
+                <$ty>::encoding(self)
+            }
+        }
+    };
+}
+
+guest!(WasmSpanExporter);
+guest!(WasmMetricExporter);
+guest!(WasmLogExporter);
+
+/// One exporter and, when it hands batches off, the batch processor it feeds.
+pub struct Core<E, Q> {
+    pub name: String,
+    pub following: Arc<Following<E>>,
+    pub stats: Arc<ExporterStats>,
+    /// `None`: blocking.
+    pub queue: Option<Q>,
+    resource: Mutex<ResourceFollower>,
+    shut_down: AtomicBool,
+}
+
+impl<E: Guest, Q: Queue> Core<E, Q> {
+    /// The core of `exporter`; `queue`, when given, makes the processor it hands off to.
+    pub fn new(
+        name: String,
+        exporter: E,
+        stats: Arc<ExporterStats>,
+        queue: Option<impl FnOnce(Arc<Following<E>>) -> Q>,
+    ) -> Self {
+        let following = Following::new(exporter);
+        Self {
+            queue: queue.map(|make| make(following.clone())),
+            name,
+            following,
+            stats,
+            resource: Mutex::new(ResourceFollower::new()),
+            shut_down: AtomicBool::new(false),
+        }
+    }
+
+    pub fn encoding(&self) -> Option<&'static str> {
+        self.following.with(E::encoding)
+    }
+
+    /// The guest follows `resource` (a Python `Resource`) when it is new: before its next
+    /// export.
+    pub fn follow(&self, resource: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut seen = self.resource.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(changed) = seen.changed(resource)? {
+            self.following.follow(changed);
+        }
+        Ok(())
+    }
+
+    /// `items` that could not be read (or whose resource could not): received and failed.
+    pub fn failed(&self, what: &str, items: u64, started: Instant, e: PyErr) -> Option<String> {
+        let export = self.stats.begin_direct_export(items);
+        self.stats
+            .end_direct_export(export, false, started.elapsed());
+        Some(format!("wasm exporter `{}`: {what}: {e}", self.name))
+    }
+
+    /// Why a hand-off after the shutdown failed (the queue counted its items as dropped at
+    /// shutdown); `None` before it.
+    pub fn handed_off(&self) -> Option<String> {
+        self.shut_down
+            .load(Ordering::Acquire)
+            .then(|| format!("wasm exporter `{}`: already shut down", self.name))
+    }
+
+    /// After the shutdown: `items` received and dropped at shutdown, and why.
+    pub fn refused_after_shutdown(&self, items: u64) -> Option<String> {
+        if !self.shut_down.load(Ordering::Acquire) {
+            return None;
+        }
+        let ticket = self.stats.begin_direct_export(items);
+        self.stats.abandon_direct_export(ticket);
+        Some(format!("wasm exporter `{}`: already shut down", self.name))
+    }
+
+    /// Exports `items` with `export`, waiting for the guest with the GIL released; counted
+    /// as dropped at shutdown once the core is shut down.
+    pub fn export_blocking(
+        &self,
+        py: Python<'_>,
+        items: u64,
+        started: Instant,
+        export: impl FnOnce(&E) -> OTelSdkResult + Send,
+    ) -> Option<String> {
+        if let Some(refused) = self.refused_after_shutdown(items) {
+            return Some(refused);
+        }
+        let ticket = self.stats.begin_direct_export(items);
+        let outcome = py.detach(|| self.following.with(export));
+        self.stats
+            .end_direct_export(ticket, outcome.is_ok(), started.elapsed());
+        outcome.err().map(|e| e.to_string())
+    }
+
+    /// Exports what was handed off, then has the guest flush, within `timeout_millis`.
+    pub fn force_flush(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
+        let timeout = Duration::from_millis(timeout_millis);
+        py.detach(|| match &self.queue {
+            Some(queue) => queue.flush_within(timeout),
+            None => self.following.with(|e| e.flush_within(timeout)),
+        })
+        .err()
+        .map(|e| e.to_string())
+    }
+
+    /// Exports what was handed off and shuts the guest down within `timeout_millis`
+    /// (idempotent); what is left is counted as dropped at shutdown.
+    pub fn shutdown(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        let timeout = Duration::from_millis(timeout_millis);
+        let result = py.detach(|| match &self.queue {
+            Some(queue) => queue.shut_down(timeout),
+            None => self.following.with(|e| e.shut_down(timeout)),
+        });
+        self.stats.close_direct();
+        result.err().map(|e| e.to_string())
+    }
+
+    pub fn stats_json(&self) -> String {
+        let mode = if self.queue.is_some() {
+            "hand-off"
+        } else {
+            "blocking"
+        };
+        stats_json(&self.stats, mode)
+    }
+}

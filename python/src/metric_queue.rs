@@ -1,0 +1,147 @@
+//! [`MetricQueue`]: the metric exporter's hand-off. `export` takes a collection (an OTLP
+//! request, read under the GIL) and queues it for Lens's export thread; the reader's thread (or
+//! the application's, when it flushes or shuts the meter provider down) does not wait for the
+//! guest. Counted from the moment it is queued: a collection that finds the queue full is
+//! dropped (`dropped_queue_full`), one still queued or in flight when the shutdown gives up is
+//! dropped at shutdown.
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
+use lens::opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
+use lens::trace::{DirectExport, DropReason, ExporterStats};
+use lens::wasm::WasmMetricExporter;
+use lens::wasm::metric_exporter::otlp_data_points;
+
+use crate::following::Following;
+use crate::handoff::Queue;
+
+/// Collections the queue holds: the periodic reader makes one per interval, so more than a few
+/// waiting means the guest cannot keep up and the oldest are stale.
+pub const QUEUED_COLLECTIONS: usize = 4;
+
+enum Job {
+    Export(DirectExport, ExportMetricsServiceRequest),
+    Flush(Sender<OTelSdkResult>, Duration),
+}
+
+pub struct MetricQueue {
+    /// `None` once shut down.
+    jobs: Mutex<Option<Sender<Job>>>,
+    /// Says when the worker has finished every job (it then ends).
+    done: Receiver<()>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    exporter: Arc<Following<WasmMetricExporter>>,
+    stats: Arc<ExporterStats>,
+}
+
+impl MetricQueue {
+    /// Starts the export thread (`lens-metrics-{name}`) of `exporter`.
+    pub fn new(
+        name: &str,
+        exporter: Arc<Following<WasmMetricExporter>>,
+        stats: Arc<ExporterStats>,
+    ) -> Self {
+        let (jobs, queued) = bounded::<Job>(QUEUED_COLLECTIONS);
+        let (done_tx, done) = bounded(1);
+        let guest = exporter.clone();
+        let worker = std::thread::Builder::new()
+            .name(format!("lens-metrics-{name}"))
+            .spawn(move || {
+                for job in queued {
+                    match job {
+                        Job::Export(ticket, request) => {
+                            let result = guest.with(|e| e.export_otlp_counted(&request, ticket));
+                            if let Err(e) = result {
+                                log::warn!("{e}");
+                            }
+                        }
+                        Job::Flush(reply, timeout) => {
+                            let _ = reply.send(guest.with(|e| e.force_flush_within(timeout)));
+                        }
+                    }
+                }
+                let _ = done_tx.send(());
+            })
+            .expect("spawning the metric export thread");
+        Self {
+            jobs: Mutex::new(Some(jobs)),
+            done,
+            worker: Mutex::new(Some(worker)),
+            exporter,
+            stats,
+        }
+    }
+
+    fn sender(&self) -> Option<Sender<Job>> {
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Queues a collection, counted from now.
+    pub fn hand_off(&self, request: ExportMetricsServiceRequest) {
+        let ticket = self.stats.begin_direct_export(otlp_data_points(&request));
+        let Some(jobs) = self.sender() else {
+            self.stats
+                .refuse_direct_export(ticket, DropReason::Shutdown);
+            return;
+        };
+        match jobs.try_send(Job::Export(ticket, request)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(Job::Export(ticket, _))) => {
+                log::warn!(
+                    "wasm exporter `{}`: {QUEUED_COLLECTIONS} collections already queued; \
+                     this one is dropped",
+                    self.stats.name()
+                );
+                self.stats
+                    .refuse_direct_export(ticket, DropReason::QueueFull)
+            }
+            Err(TrySendError::Disconnected(Job::Export(ticket, _))) => self
+                .stats
+                .refuse_direct_export(ticket, DropReason::Shutdown),
+            Err(_) => unreachable!("an export job was sent"),
+        }
+    }
+}
+
+impl Queue for MetricQueue {
+    /// Exports what is queued, then has the guest flush, within `timeout`.
+    fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
+        let started = Instant::now();
+        let Some(jobs) = self.sender() else {
+            return Err(OTelSdkError::AlreadyShutdown);
+        };
+        let (reply, answer) = bounded(1);
+        jobs.send_timeout(Job::Flush(reply, timeout), timeout)
+            .map_err(|_| OTelSdkError::Timeout(timeout))?;
+        answer
+            .recv_timeout(timeout.saturating_sub(started.elapsed()))
+            .unwrap_or(Err(OTelSdkError::Timeout(timeout)))
+    }
+
+    /// Exports what is queued within `timeout`, then shuts the guest down in what is left of
+    /// it; what is still queued or in flight then is counted by the core's shutdown.
+    fn shut_down(&self, timeout: Duration) -> OTelSdkResult {
+        let started = Instant::now();
+        drop(self.jobs.lock().unwrap_or_else(|p| p.into_inner()).take());
+        let drained = self.done.recv_timeout(timeout).is_ok();
+        if drained
+            && let Some(worker) = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take()
+        {
+            let _ = worker.join();
+        }
+        // A guest hung in an export gets the rest of the time to give up (the lanes' shutdown
+        // does not wait past it).
+        let left = timeout.saturating_sub(started.elapsed());
+        let shut = self.exporter.with(|e| e.shutdown_with_timeout(left));
+        if drained {
+            shut
+        } else {
+            Err(OTelSdkError::Timeout(timeout))
+        }
+    }
+}
