@@ -15,7 +15,7 @@ use lens::trace::{BatchSpanProcessor, ExporterStats};
 use lens::wasm::{WasmLogExporter, WasmMetricExporter, WasmSpanExporter};
 use pyo3::prelude::*;
 
-use crate::core::{ResourceFollower, stats_json};
+use crate::core::{Entry, ResourceFollower, stats_json};
 use crate::following::{Following, Resourced};
 
 /// Lens's batch processor of one signal, as the hand-off drives it.
@@ -78,12 +78,16 @@ pub struct Core<E, Q> {
     pub queue: Option<Q>,
     resource: Mutex<ResourceFollower>,
     shut_down: AtomicBool,
+    shutdown_timeout: Duration,
 }
 
 impl<E: Guest, Q: Queue> Core<E, Q> {
     /// The core of `exporter`; `queue`, when given, makes the processor it hands off to.
+    /// The core of `entry`'s `exporter`; `queue`, when given, makes the processor it hands off
+    /// to. A shutdown without a timeout (the SDK's processors call `shutdown()` without one)
+    /// gets the entry's `batch.shutdown_timeout_ms`.
     pub fn new(
-        name: String,
+        entry: Entry,
         exporter: E,
         stats: Arc<ExporterStats>,
         queue: Option<impl FnOnce(Arc<Following<E>>) -> Q>,
@@ -91,7 +95,8 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
         let following = Following::new(exporter);
         Self {
             queue: queue.map(|make| make(following.clone())),
-            name,
+            shutdown_timeout: Duration::from_millis(entry.batch.shutdown_timeout_ms),
+            name: entry.name,
             following,
             stats,
             resource: Mutex::new(ResourceFollower::new()),
@@ -169,13 +174,14 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
         .map(|e| e.to_string())
     }
 
-    /// Exports what was handed off and shuts the guest down within `timeout_millis`
-    /// (idempotent); what is left is counted as dropped at shutdown.
-    pub fn shutdown(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
+    /// Exports what was handed off and shuts the guest down within `timeout_millis` (default:
+    /// the entry's `shutdown_timeout_ms`; idempotent); what is left is counted as dropped at
+    /// shutdown.
+    pub fn shutdown(&self, py: Python<'_>, timeout_millis: Option<u64>) -> Option<String> {
         if self.shut_down.swap(true, Ordering::AcqRel) {
             return None;
         }
-        let timeout = Duration::from_millis(timeout_millis);
+        let timeout = timeout_millis.map_or(self.shutdown_timeout, Duration::from_millis);
         let result = py.detach(|| match &self.queue {
             Some(queue) => queue.shut_down(timeout),
             None => self.following.with(|e| e.shut_down(timeout)),

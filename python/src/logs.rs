@@ -38,7 +38,7 @@ impl LogCore {
                 queue_stats,
             )
         });
-        Ok(Self(Core::new(entry.name, exporter, stats, queue)))
+        Ok(Self(Core::new(entry, exporter, stats, queue)))
     }
 }
 
@@ -113,7 +113,8 @@ impl LogCore {
         self.0.force_flush(py, timeout_millis)
     }
 
-    fn shutdown(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
+    #[pyo3(signature = (timeout_millis=None))]
+    fn shutdown(&self, py: Python<'_>, timeout_millis: Option<u64>) -> Option<String> {
         self.0.shutdown(py, timeout_millis)
     }
 

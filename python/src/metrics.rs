@@ -36,7 +36,7 @@ impl MetricCore {
         let queue = (!blocking).then_some(move |f: Arc<Following<WasmMetricExporter>>| {
             MetricQueue::new(&name, f, queue_stats)
         });
-        Ok(Self(Core::new(entry.name, exporter, stats, queue)))
+        Ok(Self(Core::new(entry, exporter, stats, queue)))
     }
 }
 
@@ -116,7 +116,8 @@ impl MetricCore {
         self.0.force_flush(py, timeout_millis)
     }
 
-    fn shutdown(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
+    #[pyo3(signature = (timeout_millis=None))]
+    fn shutdown(&self, py: Python<'_>, timeout_millis: Option<u64>) -> Option<String> {
         self.0.shutdown(py, timeout_millis)
     }
 

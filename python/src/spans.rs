@@ -33,7 +33,7 @@ impl SpanCore {
         let queue_stats = stats.clone();
         let queue =
             (!blocking).then_some(move |f| BatchSpanProcessor::new(Handle(f), batch, queue_stats));
-        Ok(Self(Core::new(entry.name, exporter, stats, queue)))
+        Ok(Self(Core::new(entry, exporter, stats, queue)))
     }
 }
 
@@ -124,7 +124,8 @@ impl SpanCore {
         self.0.force_flush(py, timeout_millis)
     }
 
-    fn shutdown(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
+    #[pyo3(signature = (timeout_millis=None))]
+    fn shutdown(&self, py: Python<'_>, timeout_millis: Option<u64>) -> Option<String> {
         self.0.shutdown(py, timeout_millis)
     }
 

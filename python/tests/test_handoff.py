@@ -42,6 +42,7 @@ def test_a_hung_guest_never_holds_the_python_thread(guests):
         call_timeout_ms=300,
         max_queue_size=40,
         max_export_batch_size=10,
+        shutdown_timeout_ms=500,
         name="hung",
     )
     assert not exporter.blocking
@@ -56,8 +57,10 @@ def test_a_hung_guest_never_holds_the_python_thread(guests):
     started = time.monotonic()
     assert exporter.force_flush(timeout_millis=300) is False
     assert time.monotonic() - started < 1.5
+    # The SDK's processors call `shutdown()` without a timeout: the entry's
+    # `shutdown_timeout_ms` bounds it.
     started = time.monotonic()
-    exporter.shutdown(timeout_millis=500)
+    exporter.shutdown()
     assert time.monotonic() - started < 2.5
     stats = exporter.stats()
     assert_every_span_counted_once(stats, 80)
@@ -88,6 +91,27 @@ def test_a_retry_storm_in_the_queue_is_bounded_and_counted(guests, tmp_path):
     stats = exporter.stats()
     assert_every_span_counted_once(stats, 10)
     assert stats["exported"] == 0 and stats["retries"] >= 1, stats
+    assert stats["retries_exhausted"] >= 1 and stats["dropped_export_failed"] == 10, stats
+
+
+def test_items_the_guest_rejects_are_counted_as_rejected(guests, tmp_path):
+    """The recorder's `partial = 2`: it accepts each batch but refuses 2 of its items."""
+    for cls, batch, n in (
+        (lens.WasmSpanExporter, finished_spans(5), 5),
+        (lens.WasmLogExporter, None, 5),
+    ):
+        if batch is None:
+            from test_signals import log_records_of
+
+            batch = log_records_of(5)
+        exporter = recorder(
+            guests, tmp_path, "typed", cls=cls, settings={"partial": "2"}, name=f"p-{n}"
+        )
+        exporter.export(batch)
+        exporter.shutdown()
+        stats = exporter.stats()
+        assert_every_span_counted_once(stats, n)
+        assert (stats["exported"], stats["dropped_rejected"]) == (3, 2), stats
 
 
 def test_a_trapping_guest_fails_its_batches_and_the_next_instance_works(guests):
@@ -179,3 +203,29 @@ def test_metric_and_log_hand_offs_under_a_hung_guest_keep_their_timeouts_and_cou
         assert stats["exported"] == 0 and stats["dropped_queue_full"] > 0, stats
         assert exporter.export(batch).name == "FAILURE"
         assert_every_span_counted_once(exporter.stats(), 9 * items)
+
+
+def test_the_span_processor_under_a_hung_guest_never_holds_the_application(guests):
+    processor = lens.WasmSpanProcessor(
+        guests["hostile"],
+        settings={"mode": "slow", "sleep_ms": "60000"},
+        call_timeout_ms=300,
+        max_queue_size=100,
+        max_export_batch_size=50,
+        shutdown_timeout_ms=500,
+        name="hung-processor",
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("t")
+    started = time.monotonic()
+    for i in range(300):
+        with tracer.start_as_current_span("step") as s:
+            s.set_attribute("i", i)
+    assert time.monotonic() - started < 1.0
+    started = time.monotonic()
+    provider.shutdown()  # the processor's shutdown(), bounded by shutdown_timeout_ms
+    assert time.monotonic() - started < 2.5
+    stats = processor.stats()
+    assert_every_span_counted_once(stats, 300)
+    assert stats["exported"] == 0 and stats["dropped_queue_full"] > 0, stats

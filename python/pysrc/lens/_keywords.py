@@ -23,6 +23,7 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
     - ``export_timeout_ms``: one export's budget, the guest's retries included (default 30000);
       a guest's retry hint never shortens the host's backoff;
     - ``max_concurrent_exports``: instances run side by side;
+    - ``shutdown_timeout_ms``: what ``shutdown()`` without a timeout gets (default 10000);
     - ``max_queue_size``, ``max_export_batch_size``: Lens's hand-off queue (defaults: the
       ``[batch]`` and ``[log_batch]`` tables', 16384 and 512 for spans, 2048 and 512 for logs);
     - ``forward_stdio``: the guest's stdout/stderr to this process's logging (default ``True``,
@@ -48,6 +49,7 @@ def spec_json(
     max_concurrent_exports: int | None = None,
     max_queue_size: int | None = None,
     max_export_batch_size: int | None = None,
+    shutdown_timeout_ms: int | None = None,
     forward_stdio: bool | None = None,
     name: str | None = None,
 ) -> str:
@@ -77,6 +79,7 @@ def spec_json(
             ("export_timeout_ms", export_timeout_ms),
             ("max_queue_size", max_queue_size),
             ("max_export_batch_size", max_export_batch_size),
+            ("shutdown_timeout_ms", shutdown_timeout_ms),
         )
         if value is not None
     }
@@ -118,10 +121,12 @@ class Sandboxed:
         when that did not happen within ``timeout_millis``."""
         return self._core.force_flush(int(timeout_millis)) is None
 
-    def shutdown(self, timeout_millis: int = 30000, **_: Any) -> None:
-        """Exports what was handed off and shuts the guest down within ``timeout_millis``;
-        what is left then, and what comes later, counts as dropped at shutdown. Idempotent."""
-        self._core.shutdown(int(timeout_millis))
+    def shutdown(self, timeout_millis: float | None = None, **_: Any) -> None:
+        """Exports what was handed off and shuts the guest down within ``timeout_millis``
+        (default: the entry's ``batch.shutdown_timeout_ms``, 10000: the SDK's processors call
+        ``shutdown()`` without a timeout); what is left then, and what comes later, counts as
+        dropped at shutdown. Idempotent."""
+        self._core.shutdown(None if timeout_millis is None else int(timeout_millis))
 
     def stats(self) -> dict[str, Any]:
         """Counters: items received, exported and dropped (``dropped_queue_full`` in Lens's

@@ -117,11 +117,5 @@ class WasmMetricExporter(Sandboxed, MetricExporter):
             return MetricExportResult.SUCCESS
         return MetricExportResult.FAILURE
 
-    def force_flush(self, timeout_millis: float = 10_000) -> bool:
-        return self._core.force_flush(int(timeout_millis)) is None
-
-    def shutdown(self, timeout_millis: float = 30_000, **_: Any) -> None:
-        self._core.shutdown(int(timeout_millis))
-
 
 WasmMetricExporter.__doc__ = (WasmMetricExporter.__doc__ or "").replace("{keywords}", KEYWORDS)
