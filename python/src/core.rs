@@ -93,18 +93,6 @@ fn signal_exporters(config: &LensConfig, signal: Signal) -> &[ExporterSpec] {
     }
 }
 
-/// `traces`, `metrics` or `logs`, as `from_config`'s `signal=` names them.
-pub fn signal(name: &str) -> PyResult<Signal> {
-    Signal::ALL
-        .into_iter()
-        .find(|s| s.as_str() == name)
-        .ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err(format!(
-                "signal: `{name}` is not one of traces, metrics, logs"
-            ))
-        })
-}
-
 /// The resource a guest was last initialised with, and the Python object it came from: the
 /// Python SDK hands the same object with every batch of a provider, so a batch costs an
 /// identity check.

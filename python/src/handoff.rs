@@ -199,3 +199,65 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
         stats_json(&self.stats, mode)
     }
 }
+
+/// The `#[pymethods]` of a core (a newtype over [`Core`] with a `build(py, entry, blocking)`):
+/// `methods`, then what every core has — construction from keywords or a config file of
+/// `$signal`, its name, encoding and mode, flush, shutdown and counters.
+macro_rules! core_methods {
+    ($core:ident, $signal:expr, { $($methods:tt)* }) => {
+        #[pyo3::pymethods]
+        impl $core {
+            $($methods)*
+
+            /// An exporter from the JSON of a wasm entry (without `kind`).
+            #[new]
+            #[pyo3(signature = (spec_json, blocking=false))]
+            fn new(py: Python<'_>, spec_json: &str, blocking: bool) -> PyResult<Self> {
+                Self::build(py, Entry::from_json(spec_json, $signal)?, blocking)
+            }
+
+            /// The `kind = "wasm"` entry of the signal's exporters in a Lens TOML file named
+            /// `name` (or the only one).
+            #[staticmethod]
+            #[pyo3(signature = (path, name=None, blocking=false))]
+            fn from_config(
+                py: Python<'_>,
+                path: std::path::PathBuf,
+                name: Option<String>,
+                blocking: bool,
+            ) -> PyResult<Self> {
+                Self::build(py, Entry::from_config(&path, name.as_deref(), $signal)?, blocking)
+            }
+
+            #[getter]
+            fn name(&self) -> &str {
+                &self.0.name
+            }
+
+            #[getter]
+            fn encoding(&self) -> Option<&'static str> {
+                self.0.encoding()
+            }
+
+            #[getter]
+            fn blocking(&self) -> bool {
+                self.0.queue.is_none()
+            }
+
+            fn force_flush(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
+                self.0.force_flush(py, timeout_millis)
+            }
+
+            #[pyo3(signature = (timeout_millis=None))]
+            fn shutdown(&self, py: Python<'_>, timeout_millis: Option<u64>) -> Option<String> {
+                self.0.shutdown(py, timeout_millis)
+            }
+
+            fn stats_json(&self) -> String {
+                self.0.stats_json()
+            }
+        }
+    };
+}
+
+pub(crate) use core_methods;

@@ -14,9 +14,9 @@ use lens::wasm::WasmLogExporter;
 use pyo3::prelude::*;
 
 use crate::convert;
-use crate::core::{Entry, load_error, signal};
+use crate::core::{Entry, load_error};
 use crate::following::Handle;
-use crate::handoff::Core;
+use crate::handoff::{Core, core_methods};
 
 /// One sandboxed log exporter, driven by the Python SDK's log record processor.
 #[pyclass(module = "lens._lens", frozen)]
@@ -42,41 +42,7 @@ impl LogCore {
     }
 }
 
-#[pymethods]
-impl LogCore {
-    #[new]
-    #[pyo3(signature = (spec_json, blocking=false))]
-    fn new(py: Python<'_>, spec_json: &str, blocking: bool) -> PyResult<Self> {
-        Self::build(py, Entry::from_json(spec_json, Signal::Logs)?, blocking)
-    }
-
-    #[staticmethod]
-    #[pyo3(signature = (path, name=None, blocking=false))]
-    fn from_config(
-        py: Python<'_>,
-        path: std::path::PathBuf,
-        name: Option<String>,
-        blocking: bool,
-    ) -> PyResult<Self> {
-        let entry = Entry::from_config(&path, name.as_deref(), signal("logs")?)?;
-        Self::build(py, entry, blocking)
-    }
-
-    #[getter]
-    fn name(&self) -> &str {
-        &self.0.name
-    }
-
-    #[getter]
-    fn encoding(&self) -> Option<&'static str> {
-        self.0.encoding()
-    }
-
-    #[getter]
-    fn blocking(&self) -> bool {
-        self.0.queue.is_none()
-    }
-
+core_methods!(LogCore, Signal::Logs, {
     /// Exports (or hands off) a batch of log records; `None` on success, else why it failed
     /// (never raises).
     fn export(&self, py: Python<'_>, batch: &Bound<'_, PyAny>) -> Option<String> {
@@ -108,17 +74,4 @@ impl LogCore {
                 }),
         }
     }
-
-    fn force_flush(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
-        self.0.force_flush(py, timeout_millis)
-    }
-
-    #[pyo3(signature = (timeout_millis=None))]
-    fn shutdown(&self, py: Python<'_>, timeout_millis: Option<u64>) -> Option<String> {
-        self.0.shutdown(py, timeout_millis)
-    }
-
-    fn stats_json(&self) -> String {
-        self.0.stats_json()
-    }
-}
+});

@@ -17,9 +17,9 @@ use lens::wasm::metric_exporter::otlp_data_points;
 use pyo3::prelude::*;
 
 use crate::convert;
-use crate::core::{Entry, load_error, signal};
+use crate::core::{Entry, load_error};
 use crate::following::Following;
-use crate::handoff::Core;
+use crate::handoff::{Core, core_methods};
 use crate::metric_queue::MetricQueue;
 
 /// One sandboxed metric exporter, driven by the Python SDK's metric reader.
@@ -40,41 +40,7 @@ impl MetricCore {
     }
 }
 
-#[pymethods]
-impl MetricCore {
-    #[new]
-    #[pyo3(signature = (spec_json, blocking=false))]
-    fn new(py: Python<'_>, spec_json: &str, blocking: bool) -> PyResult<Self> {
-        Self::build(py, Entry::from_json(spec_json, Signal::Metrics)?, blocking)
-    }
-
-    #[staticmethod]
-    #[pyo3(signature = (path, name=None, blocking=false))]
-    fn from_config(
-        py: Python<'_>,
-        path: std::path::PathBuf,
-        name: Option<String>,
-        blocking: bool,
-    ) -> PyResult<Self> {
-        let entry = Entry::from_config(&path, name.as_deref(), signal("metrics")?)?;
-        Self::build(py, entry, blocking)
-    }
-
-    #[getter]
-    fn blocking(&self) -> bool {
-        self.0.queue.is_none()
-    }
-
-    #[getter]
-    fn name(&self) -> &str {
-        &self.0.name
-    }
-
-    #[getter]
-    fn encoding(&self) -> Option<&'static str> {
-        self.0.encoding()
-    }
-
+core_methods!(MetricCore, Signal::Metrics, {
     /// The temporality the guest asked for: `cumulative`, `delta` or `low_memory`.
     #[getter]
     fn temporality(&self) -> &'static str {
@@ -111,17 +77,4 @@ impl MetricCore {
         self.0
             .export_blocking(py, 0, started, |e| e.export_otlp(&request))
     }
-
-    fn force_flush(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
-        self.0.force_flush(py, timeout_millis)
-    }
-
-    #[pyo3(signature = (timeout_millis=None))]
-    fn shutdown(&self, py: Python<'_>, timeout_millis: Option<u64>) -> Option<String> {
-        self.0.shutdown(py, timeout_millis)
-    }
-
-    fn stats_json(&self) -> String {
-        self.0.stats_json()
-    }
-}
+});

@@ -15,9 +15,9 @@ use lens::wasm::WasmSpanExporter;
 use pyo3::prelude::*;
 
 use crate::convert;
-use crate::core::{Entry, load_error, signal};
+use crate::core::{Entry, load_error};
 use crate::following::Handle;
-use crate::handoff::Core;
+use crate::handoff::{Core, core_methods};
 
 /// One sandboxed span exporter, driven by the Python SDK's processor or used as one.
 #[pyclass(module = "lens._lens", frozen)]
@@ -37,43 +37,7 @@ impl SpanCore {
     }
 }
 
-#[pymethods]
-impl SpanCore {
-    /// An exporter from the JSON of a wasm entry (without `kind`).
-    #[new]
-    #[pyo3(signature = (spec_json, blocking=false))]
-    fn new(py: Python<'_>, spec_json: &str, blocking: bool) -> PyResult<Self> {
-        Self::build(py, Entry::from_json(spec_json, Signal::Traces)?, blocking)
-    }
-
-    /// The `kind = "wasm"` entry of `[[traces.exporters]]` in a Lens TOML file named `name`.
-    #[staticmethod]
-    #[pyo3(signature = (path, name=None, blocking=false))]
-    fn from_config(
-        py: Python<'_>,
-        path: std::path::PathBuf,
-        name: Option<String>,
-        blocking: bool,
-    ) -> PyResult<Self> {
-        let entry = Entry::from_config(&path, name.as_deref(), signal("traces")?)?;
-        Self::build(py, entry, blocking)
-    }
-
-    #[getter]
-    fn name(&self) -> &str {
-        &self.0.name
-    }
-
-    #[getter]
-    fn encoding(&self) -> Option<&'static str> {
-        self.0.encoding()
-    }
-
-    #[getter]
-    fn blocking(&self) -> bool {
-        self.0.queue.is_none()
-    }
-
+core_methods!(SpanCore, Signal::Traces, {
     /// Exports (or hands off) a batch of `ReadableSpan`s; `None` on success, else why it
     /// failed (never raises: a fault must not reach the SDK's thread).
     fn export(&self, py: Python<'_>, spans: &Bound<'_, PyAny>) -> Option<String> {
@@ -119,17 +83,4 @@ impl SpanCore {
             }
         }
     }
-
-    fn force_flush(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {
-        self.0.force_flush(py, timeout_millis)
-    }
-
-    #[pyo3(signature = (timeout_millis=None))]
-    fn shutdown(&self, py: Python<'_>, timeout_millis: Option<u64>) -> Option<String> {
-        self.0.shutdown(py, timeout_millis)
-    }
-
-    fn stats_json(&self) -> String {
-        self.0.stats_json()
-    }
-}
+});
