@@ -15,7 +15,6 @@ use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
 use lens::trace::{DirectExport, DropReason, ExporterStats};
 use lens::wasm::WasmMetricExporter;
-use lens::wasm::metric_exporter::otlp_data_points;
 
 use crate::following::Following;
 use crate::handoff::Queue;
@@ -81,9 +80,9 @@ impl MetricQueue {
         self.jobs.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Queues a collection, counted from now.
-    pub fn hand_off(&self, request: ExportMetricsServiceRequest) {
-        let ticket = self.stats.begin_direct_export(otlp_data_points(&request));
+    /// Queues a collection of `points` data points, counted from now.
+    pub fn hand_off(&self, request: ExportMetricsServiceRequest, points: u64) {
+        let ticket = self.stats.begin_direct_export(points);
         let Some(jobs) = self.sender() else {
             self.stats
                 .refuse_direct_export(ticket, DropReason::Shutdown);

@@ -70,7 +70,7 @@ core_methods!(MetricCore, Signal::Metrics, {
         }
         let request = collection.request;
         if let Some(queue) = &self.0.queue {
-            queue.hand_off(request);
+            queue.hand_off(request, points);
             return None;
         }
         // `export_otlp` counts the points itself; the core's ticket covers none.

@@ -3,6 +3,7 @@ covering every field an exporter reads."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pathlib
@@ -10,6 +11,7 @@ import subprocess
 
 import lens
 import pytest
+from google.protobuf import json_format
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.trace import (
     Link,
@@ -59,6 +61,34 @@ def recorder(
         name=kwargs.pop("name", "recorder"),
         **kwargs,
     )
+
+
+#: The OTLP/JSON fields holding ids (hex there, base64 in protobuf's JSON mapping).
+ID_KEYS = ("traceId", "spanId", "parentSpanId")
+
+
+def from_otlp_json(text: str, message):
+    """OTLP/JSON into `message` (an empty request of the signal). OTLP/JSON writes ids in hex
+    where protobuf's JSON mapping has base64: the ids are checked to be hex of 8 or 16 bytes and
+    turned into bytes first."""
+
+    def ids_as_base64(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ID_KEYS and isinstance(v, str) and v:
+                    raw = bytes.fromhex(v)  # raises if not hex
+                    assert len(raw) in (8, 16), (k, v)
+                    node[k] = base64.b64encode(raw).decode()
+                else:
+                    ids_as_base64(v)
+        elif isinstance(node, list):
+            for v in node:
+                ids_as_base64(v)
+
+    doc = json.loads(text)
+    ids_as_base64(doc)
+    json_format.ParseDict(doc, message)
+    return message
 
 
 def recorded(out: pathlib.Path) -> list[dict]:

@@ -4,11 +4,15 @@ and OTLP/JSON compared with the Python SDK's own OTLP encoder."""
 
 from __future__ import annotations
 
-import base64
-import json
-
 import pytest
-from conftest import RICH_ROOT, end_rich_trace, provider_with_limits, recorded, recorder
+from conftest import (
+    RICH_ROOT,
+    end_rich_trace,
+    from_otlp_json,
+    provider_with_limits,
+    recorded,
+    recorder,
+)
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -124,33 +128,6 @@ def normalized(request: ExportTraceServiceRequest) -> list:
     return out
 
 
-ID_KEYS = ("traceId", "spanId", "parentSpanId")
-
-
-def from_otlp_json(text: str) -> ExportTraceServiceRequest:
-    """OTLP/JSON into a request. OTLP/JSON writes ids in hex where protobuf's JSON mapping
-    has base64: the ids are checked to be hex and turned into bytes first."""
-
-    def ids_as_base64(node):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k in ID_KEYS and isinstance(v, str) and v:
-                    raw = bytes.fromhex(v)  # raises if not hex
-                    assert len(raw) in (8, 16), (k, v)
-                    node[k] = base64.b64encode(raw).decode()
-                else:
-                    ids_as_base64(v)
-        elif isinstance(node, list):
-            for v in node:
-                ids_as_base64(v)
-
-    doc = json.loads(text)
-    ids_as_base64(doc)
-    request = ExportTraceServiceRequest()
-    json_format.ParseDict(doc, request)
-    return request
-
-
 @pytest.mark.parametrize("encoding", ["otlp", "otlp-json"])
 def test_otlp_batches_equal_the_python_sdks_own_encoding(guests, tmp_path, encoding):
     exporter = recorder(guests, tmp_path, encoding)
@@ -160,7 +137,7 @@ def test_otlp_batches_equal_the_python_sdks_own_encoding(guests, tmp_path, encod
         if "otlp" in line:
             got.MergeFrom(ExportTraceServiceRequest.FromString(bytes(line["otlp"])))
         elif "otlp_json" in line:
-            got.MergeFrom(from_otlp_json(line["otlp_json"]))
+            got.MergeFrom(from_otlp_json(line["otlp_json"], ExportTraceServiceRequest()))
     # Two fields the Python SDK's encoder leaves out and Lens writes, as OTLP defines them:
     # the trace flags in the low byte of `flags`, and a link's trace state. Checked here, then
     # set aside for the comparison.

@@ -35,15 +35,21 @@ def assert_every_span_counted_once(stats, n: int) -> None:
     assert sum(stats[f"dropped_{k}"] for k in dropped) == stats["dropped"], stats
 
 
-def test_a_hung_guest_never_holds_the_python_thread(guests):
-    exporter = lens.WasmSpanExporter(
+def hung(guests, cls, **keywords):
+    """The hostile guest sleeping 60 s in a host call at every export, past its 300 ms
+    deadline; a `shutdown()` without a timeout gets 500 ms."""
+    return cls(
         guests["hostile"],
         settings={"mode": "slow", "sleep_ms": "60000"},
         call_timeout_ms=300,
-        max_queue_size=40,
-        max_export_batch_size=10,
         shutdown_timeout_ms=500,
-        name="hung",
+        **keywords,
+    )
+
+
+def test_a_hung_guest_never_holds_the_python_thread(guests):
+    exporter = hung(
+        guests, lens.WasmSpanExporter, max_queue_size=40, max_export_batch_size=10, name="hung"
     )
     assert not exporter.blocking
     spans = finished_spans(10)
@@ -206,13 +212,11 @@ def test_metric_and_log_hand_offs_under_a_hung_guest_keep_their_timeouts_and_cou
 
 
 def test_the_span_processor_under_a_hung_guest_never_holds_the_application(guests):
-    processor = lens.WasmSpanProcessor(
-        guests["hostile"],
-        settings={"mode": "slow", "sleep_ms": "60000"},
-        call_timeout_ms=300,
+    processor = hung(
+        guests,
+        lens.WasmSpanProcessor,
         max_queue_size=100,
         max_export_batch_size=50,
-        shutdown_timeout_ms=500,
         name="hung-processor",
     )
     provider = TracerProvider()

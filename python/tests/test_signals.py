@@ -4,13 +4,12 @@ encoding; the guest's temporality reaches the reader; every item is counted once
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 
 import lens
 import pytest
-from conftest import recorded, recorder
+from conftest import from_otlp_json, recorded, recorder
 from google.protobuf import json_format
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
@@ -32,7 +31,6 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 RESOURCE = Resource.create({"service.name": "rank", "dl.rank": 3, "tags": ("a", "b")})
-ID_KEYS = ("traceId", "spanId")
 
 
 def every_metric_kind(provider: MeterProvider) -> None:
@@ -78,26 +76,6 @@ def collect():
     reader = InMemoryMetricReader()
     every_metric_kind(provider_with(reader))
     return reader.get_metrics_data()
-
-
-def from_otlp_json(text: str, message):
-    """OTLP/JSON (hex ids) into `message` (protobuf's JSON mapping has base64 ids)."""
-
-    def ids(node):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k in ID_KEYS and isinstance(v, str) and v:
-                    node[k] = base64.b64encode(bytes.fromhex(v)).decode()
-                else:
-                    ids(v)
-        elif isinstance(node, list):
-            for v in node:
-                ids(v)
-
-    doc = json.loads(text)
-    ids(doc)
-    json_format.ParseDict(doc, message)
-    return message
 
 
 def received(out, message_type):

@@ -99,11 +99,29 @@ def _strings(values: Mapping[str, Any] | None, what: str) -> dict[str, str] | No
     return out
 
 
+def expect_signal(signal: str, expected: str, cls: type) -> None:
+    """`from_config`'s `signal=` must be the class's own."""
+    if signal != expected:
+        raise ValueError(
+            f"{cls.__name__}.from_config: signal={signal!r}; this class reads the "
+            f"[[{expected}.exporters]] entries"
+        )
+
+
 class Sandboxed:
-    """What every exporter of the package shares: its native core's name, encoding, flush,
-    shutdown and counters."""
+    """What every exporter of the package shares: its native core's name, encoding, mode,
+    flush, shutdown and counters, and the keywords in its docstring (``{keywords}``)."""
 
     _core: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__doc__ = (cls.__doc__ or "").replace("{keywords}", KEYWORDS)
+
+    @property
+    def blocking(self) -> bool:
+        """Whether ``export`` waits for the guest (``blocking=True``) or hands off."""
+        return self._core.blocking
 
     @property
     def name(self) -> str:

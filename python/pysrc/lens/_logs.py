@@ -13,9 +13,8 @@ except ImportError:  # pragma: no cover - older SDKs
     from opentelemetry.sdk._logs.export import LogExporter as _LogExporterBase
     from opentelemetry.sdk._logs.export import LogExportResult
 
-from lens._keywords import KEYWORDS, Sandboxed, spec_json
+from lens._keywords import Sandboxed, expect_signal, spec_json
 from lens._lens import LogCore
-from lens._spans import _expect_signal
 
 
 class WasmLogExporter(Sandboxed, _LogExporterBase):
@@ -44,15 +43,10 @@ class WasmLogExporter(Sandboxed, _LogExporterBase):
     ) -> WasmLogExporter:
         """The ``kind = "wasm"`` entry of a Lens TOML file's ``[[logs.exporters]]`` named
         ``name``, or the only one."""
-        _expect_signal(signal, "logs", cls)
+        expect_signal(signal, "logs", cls)
         exporter = cls.__new__(cls)
         exporter._core = LogCore.from_config(str(path), name, blocking=blocking)
         return exporter
-
-    @property
-    def blocking(self) -> bool:
-        """Whether ``export`` waits for the guest."""
-        return self._core.blocking
 
     def export(self, batch: Sequence[Any]) -> LogExportResult:
         """Hands the records off (or, blocking, exports them); ``FAILURE`` (never an exception)
@@ -60,6 +54,3 @@ class WasmLogExporter(Sandboxed, _LogExporterBase):
         if self._core.export(batch) is None:
             return LogExportResult.SUCCESS
         return LogExportResult.FAILURE
-
-
-WasmLogExporter.__doc__ = (WasmLogExporter.__doc__ or "").replace("{keywords}", KEYWORDS)

@@ -20,9 +20,8 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 
-from lens._keywords import KEYWORDS, Sandboxed, spec_json
+from lens._keywords import Sandboxed, expect_signal, spec_json
 from lens._lens import MetricCore
-from lens._spans import _expect_signal
 
 _CUMULATIVE = AggregationTemporality.CUMULATIVE
 _DELTA = AggregationTemporality.DELTA
@@ -89,15 +88,10 @@ class WasmMetricExporter(Sandboxed, MetricExporter):
     ) -> WasmMetricExporter:
         """The ``kind = "wasm"`` entry of a Lens TOML file's ``[[metrics.exporters]]`` named
         ``name``, or the only one."""
-        _expect_signal(signal, "metrics", cls)
+        expect_signal(signal, "metrics", cls)
         exporter = cls.__new__(cls)
         exporter._start(MetricCore.from_config(str(path), name, blocking=blocking))
         return exporter
-
-    @property
-    def blocking(self) -> bool:
-        """Whether ``export`` waits for the guest."""
-        return self._core.blocking
 
     def _start(self, core: Any) -> None:
         self._core = core
@@ -116,6 +110,3 @@ class WasmMetricExporter(Sandboxed, MetricExporter):
         if self._core.export(metrics_data) is None:
             return MetricExportResult.SUCCESS
         return MetricExportResult.FAILURE
-
-
-WasmMetricExporter.__doc__ = (WasmMetricExporter.__doc__ or "").replace("{keywords}", KEYWORDS)

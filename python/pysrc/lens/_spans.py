@@ -9,7 +9,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from lens._keywords import KEYWORDS, Sandboxed, spec_json
+from lens._keywords import Sandboxed, expect_signal, spec_json
 from lens._lens import SpanCore
 
 
@@ -49,15 +49,10 @@ class WasmSpanExporter(Sandboxed, SpanExporter):
         """The ``kind = "wasm"`` entry of a Lens TOML file's ``[[traces.exporters]]``: the one
         named ``name`` (its ``name`` key, else its file's stem), or the only one. Rust and Python
         ranks then share one exporter definition."""
-        _expect_signal(signal, "traces", cls)
+        expect_signal(signal, "traces", cls)
         exporter = cls.__new__(cls)
         exporter._core = SpanCore.from_config(str(path), name, blocking=blocking)
         return exporter
-
-    @property
-    def blocking(self) -> bool:
-        """Whether ``export`` waits for the guest."""
-        return self._core.blocking
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Hands the batch off (or, blocking, exports it); ``FAILURE`` (never an exception) when
@@ -87,7 +82,7 @@ class WasmSpanProcessor(Sandboxed, SpanProcessor):
         cls, path: str | PathLike[str], name: str | None = None, signal: str = "traces"
     ) -> WasmSpanProcessor:
         """As ``WasmSpanExporter.from_config``."""
-        _expect_signal(signal, "traces", cls)
+        expect_signal(signal, "traces", cls)
         processor = cls.__new__(cls)
         processor._core = SpanCore.from_config(str(path), name)
         return processor
@@ -97,15 +92,3 @@ class WasmSpanProcessor(Sandboxed, SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         self._core.on_end(span)
-
-
-def _expect_signal(signal: str, expected: str, cls: type) -> None:
-    if signal != expected:
-        raise ValueError(
-            f"{cls.__name__}.from_config: signal={signal!r}; this class reads the "
-            f"[[{expected}.exporters]] entries"
-        )
-
-
-for _cls in (WasmSpanExporter, WasmSpanProcessor):
-    _cls.__doc__ = (_cls.__doc__ or "").replace("{keywords}", KEYWORDS)

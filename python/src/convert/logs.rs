@@ -22,9 +22,9 @@ use lens::opentelemetry::{Key, StringValue};
 use lens::opentelemetry_sdk::logs::{SdkLogRecord, SdkLogger, SdkLoggerProvider};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyMapping, PyString};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyMapping, PyString};
 
-use super::{instrumentation_scope, text};
+use super::{each_attribute, instrumentation_scope, text};
 
 /// Distinct severity texts and event names kept (see the module's doc).
 pub const MAX_INTERNED: usize = 4096;
@@ -139,23 +139,12 @@ fn record_of(r: &Bound<'_, PyAny>) -> PyResult<SdkLogRecord> {
             None => warn_once(),
         }
     }
-    let attributes = r.getattr(intern!(py, "attributes"))?;
-    if !attributes.is_none() {
-        let dict = attributes
-            .getattr(intern!(py, "_dict"))
-            .ok()
-            .and_then(|d| d.cast_into::<PyDict>().ok());
-        let items = match dict {
-            Some(d) => d.call_method0(intern!(py, "items"))?,
-            None => attributes.call_method0(intern!(py, "items"))?,
-        };
-        for item in items.try_iter()? {
-            let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
-            if let Some(value) = any_value(&value, 0)? {
-                out.add_attribute(Key::from(text(&key)?), value);
-            }
+    each_attribute(&r.getattr(intern!(py, "attributes"))?, |key, value| {
+        if let Some(value) = any_value(value, 0)? {
+            out.add_attribute(Key::from(text(key)?), value);
         }
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 

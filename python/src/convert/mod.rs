@@ -371,11 +371,14 @@ pub(crate) fn attributes_of(owner: &Bound<'_, PyAny>) -> PyResult<(Vec<KeyValue>
     attribute_map(&owner.getattr(intern!(owner.py(), "attributes"))?)
 }
 
-/// Attributes (a `BoundedAttributes`, any mapping, or `None`) and how many the bound dropped.
-/// A `BoundedAttributes`'s own dict is iterated directly, without running Python code.
-pub(crate) fn attribute_map(attrs: &Bound<'_, PyAny>) -> PyResult<(Vec<KeyValue>, u32)> {
+/// Calls `each` with every key and value of `attrs` (a `BoundedAttributes`, any mapping, or
+/// `None`). A `BoundedAttributes`'s own dict is iterated directly, without running Python code.
+pub(crate) fn each_attribute<'py>(
+    attrs: &Bound<'py, PyAny>,
+    mut each: impl FnMut(&Bound<'py, PyAny>, &Bound<'py, PyAny>) -> PyResult<()>,
+) -> PyResult<()> {
     if attrs.is_none() {
-        return Ok((Vec::new(), 0));
+        return Ok(());
     }
     let py = attrs.py();
     let inner = attrs
@@ -383,26 +386,35 @@ pub(crate) fn attribute_map(attrs: &Bound<'_, PyAny>) -> PyResult<(Vec<KeyValue>
         .ok()
         .and_then(|d| d.cast_into::<PyDict>().ok())
         .or_else(|| attrs.cast::<PyDict>().ok().cloned());
-    let mut out = Vec::with_capacity(attrs.len().unwrap_or(0));
-    let mut push = |key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>| -> PyResult<()> {
-        if let Some(value) = value_of(value)? {
-            out.push(KeyValue::new(text(key)?, value));
-        }
-        Ok(())
-    };
     match inner {
         Some(dict) => {
             for (key, value) in dict.iter() {
-                push(&key, &value)?;
+                each(&key, &value)?;
             }
         }
         None => {
             for item in attrs.call_method0(intern!(py, "items"))?.try_iter()? {
-                let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
-                push(&key, &value)?;
+                let (key, value): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item?.extract()?;
+                each(&key, &value)?;
             }
         }
     }
+    Ok(())
+}
+
+/// Attributes (a `BoundedAttributes`, any mapping, or `None`) and how many the bound dropped.
+pub(crate) fn attribute_map(attrs: &Bound<'_, PyAny>) -> PyResult<(Vec<KeyValue>, u32)> {
+    if attrs.is_none() {
+        return Ok((Vec::new(), 0));
+    }
+    let py = attrs.py();
+    let mut out = Vec::with_capacity(attrs.len().unwrap_or(0));
+    each_attribute(attrs, |key, value| {
+        if let Some(value) = value_of(value)? {
+            out.push(KeyValue::new(text(key)?, value));
+        }
+        Ok(())
+    })?;
     // `BoundedAttributes.dropped`: attributes over the limit.
     let dropped = match attrs.getattr(intern!(py, "dropped")) {
         Ok(d) => d.extract().unwrap_or(0),

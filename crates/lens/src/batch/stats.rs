@@ -72,6 +72,13 @@ pub struct DirectExport {
     items: u64,
 }
 
+impl DirectExport {
+    /// The items the export was begun with.
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+}
+
 impl ExporterStats {
     /// Counters for the exporter called `name`.
     pub fn new(name: impl Into<String>) -> Self {

@@ -105,13 +105,9 @@ impl BatchLogProcessor {
     pub fn hand_off(&self, records: Vec<(SdkLogRecord, InstrumentationScope)>) {
         match &self.queue {
             Some(queue) => queue.push_batch(records),
-            None => {
-                let n = records.len() as u64;
-                for _ in 0..n {
-                    self.stats.record_received();
-                }
-                self.stats.record_dropped(DropReason::Disabled, n);
-            }
+            None => self
+                .stats
+                .record_direct_dropped(DropReason::Disabled, records.len() as u64),
         }
     }
 

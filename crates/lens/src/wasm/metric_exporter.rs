@@ -93,18 +93,17 @@ impl WasmMetricExporter {
     }
 
     /// As [`export_otlp`](Self::export_otlp), counted under `export`, begun by the caller when
-    /// it took the collection (a hand-off to a queue: counted while it waits there).
+    /// it took the collection, with its data points (a hand-off to a queue: counted while it
+    /// waits there).
     pub fn export_otlp_counted(
         &self,
         request: &ExportMetricsServiceRequest,
         export: DirectExport,
     ) -> OTelSdkResult {
         let started = Instant::now();
-        let result = self
-            .lanes
-            .export(otlp_data_points(request), |preferences, _| {
-                Payload::Metrics(encode_otlp_metrics(request, preferences.encoding))
-            });
+        let result = self.lanes.export(export.items(), |preferences, _| {
+            Payload::Metrics(encode_otlp_metrics(request, preferences.encoding))
+        });
         self.stats
             .end_direct_export(export, result.is_ok(), started.elapsed());
         result
