@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds every example exporter into guest-examples/dist/, installing the pinned language tools
-# on first use (cached in guest-examples/.tools/). Run from anywhere:
+# on first use (cached in guest-examples/.tools/, laid out as `lens build`'s tools directory:
+# the tests point LENS_TOOLS_DIR there, so each tool is installed once). Run from anywhere:
 #   guest-examples/build.sh            # all guests
 #   guest-examples/build.sh rust c     # some of: rust c python js
 set -euo pipefail
@@ -10,11 +11,15 @@ dist="$here/dist"
 tools="$here/.tools"
 mkdir -p "$dist" "$tools"
 
+# The pins of `lens build` (src/project/tools.rs; a test keeps them equal).
 COMPONENTIZE_PY_VERSION=0.25.1
 COMPONENTIZE_JS_VERSION=0.23.0
 DEBIAN_C_PACKAGES="clang lld wasi-libc libclang-rt-14-dev-wasm32"
 
 step() { printf '== %s\n' "$*"; }
+# Whether a tool directory holds a finished install (`lens build` writes the same marker last).
+installed() { [ -f "$1/.lens-installed" ]; }
+mark_installed() { echo "$2" > "$1/.lens-installed"; }
 
 build_rust() {
   step "rust: rust-jsonl, rust-vendor-http"
@@ -46,16 +51,20 @@ build_c() {
 
 build_python() {
   step "python: python-jsonl, python-seed (componentize-py $COMPONENTIZE_PY_VERSION, the Python SDK)"
-  local venv="$tools/venv" sdk="$here/../sdk/python" deps="$tools/python-sdk-deps"
-  if ! "$venv/bin/componentize-py" --version 2>/dev/null | grep -q "$COMPONENTIZE_PY_VERSION"; then
+  local venv="$tools/componentize-py-$COMPONENTIZE_PY_VERSION" sdk="$here/../sdk/python"
+  if ! installed "$venv"; then
+    rm -rf "$venv"
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check "componentize-py==$COMPONENTIZE_PY_VERSION"
+    mark_installed "$venv" "componentize-py $COMPONENTIZE_PY_VERSION"
   fi
-  # The SDK's pure-Python dependencies (the real opentelemetry-sdk), bundled into each component.
-  if ! cmp -s "$sdk/requirements.txt" "$deps/.requirements.txt"; then
+  # The SDK's pure-Python dependencies (the real opentelemetry-sdk), bundled into each component,
+  # named after the digest of the requirements, as `lens build` names them.
+  local deps="$tools/python-sdk-deps-$(sha256sum "$sdk/requirements.txt" | cut -c1-12)"
+  if ! installed "$deps"; then
     rm -rf "$deps"
     "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --target "$deps" -r "$sdk/requirements.txt"
-    cp "$sdk/requirements.txt" "$deps/.requirements.txt"
+    mark_installed "$deps" "the Python SDK's dependencies"
   fi
   "$venv/bin/componentize-py" -d "$wit" -w all-signals componentize -p "$sdk" -p "$deps" \
     -p "$here/python-jsonl" app -o "$dist/python-jsonl.wasm" >/dev/null
@@ -68,12 +77,13 @@ build_python() {
 
 build_js() {
   step "js: js-jsonl (componentize-js $COMPONENTIZE_JS_VERSION)"
-  local js="$tools/js"
-  if [ ! -x "$js/node_modules/.bin/componentize-js" ] || ! grep -q "\"version\": \"$COMPONENTIZE_JS_VERSION\"" \
-      "$js/node_modules/@bytecodealliance/componentize-js/package.json" 2>/dev/null; then
-    mkdir -p "$js"
-    (cd "$js" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund \
+  local js="$tools/componentize-js-$COMPONENTIZE_JS_VERSION"
+  if ! installed "$js"; then
+    rm -rf "$js" && mkdir -p "$js"
+    echo '{"name":"lens-js-tools","private":true}' > "$js/package.json"
+    (cd "$js" && npm install --silent --no-audit --no-fund \
       "@bytecodealliance/componentize-js@$COMPONENTIZE_JS_VERSION")
+    mark_installed "$js" "componentize-js $COMPONENTIZE_JS_VERSION"
   fi
   # No HTTP needed: -d http -d fetch-event keeps wasi:http out of its imports.
   "$js/node_modules/.bin/componentize-js" "$here/js-jsonl/exporter.js" --wit "$wit" -n all-signals \

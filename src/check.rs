@@ -35,6 +35,34 @@ pub struct CheckArgs {
     /// second compile, seconds for a Python guest): for an edit–check loop.
     #[arg(long)]
     quick: bool,
+    /// Lines of what the guest printed shown under each case (stdout and stderr each); 0 shows
+    /// none.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    output_lines: usize,
+}
+
+/// What the guest wrote to `stream` during a case: its first `max` lines, escaped (the guest's
+/// bytes must not drive the terminal), then how much more there was.
+fn print_output(stream: &str, copy: &lens::wasm::guest_output::CopyBuffer, max: usize) {
+    if copy.bytes.is_empty() || max == 0 {
+        return;
+    }
+    let text = String::from_utf8_lossy(&copy.bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    for line in lines.iter().take(max) {
+        println!(
+            "            {stream} | {}",
+            lens::wasm::guest_output::shown(line.to_string(), 300)
+        );
+    }
+    let more = lines.len().saturating_sub(max);
+    if more > 0 || copy.cut > 0 {
+        let total = copy.bytes.len() as u64 + copy.cut;
+        println!(
+            "            {stream} | … {more}{} more lines ({total} bytes in all)",
+            if copy.cut > 0 { "+" } else { "" }
+        );
+    }
 }
 
 fn pair(s: &str, what: &str) -> Result<(String, String), String> {
@@ -79,6 +107,8 @@ fn spec(args: &CheckArgs) -> Result<WasmExporterSpec, String> {
         allowed_hosts: args.allowed_hosts.clone(),
         call_timeout_ms: Some(args.call_timeout_ms),
         memory_limit_mib: Some(args.memory_limit_mib),
+        // What the guest prints is shown under each case instead of in the log.
+        forward_stdio: Some(false),
         ..Default::default()
     })
 }
@@ -143,6 +173,8 @@ pub fn run(args: CheckArgs) -> ExitCode {
                 Ok(_) => println!("      ok    {}", c.name),
                 Err(e) => println!("      FAIL  {}: {e}", c.name),
             }
+            print_output("stdout", &c.stdout, args.output_lines);
+            print_output("stderr", &c.stderr, args.output_lines);
         }
         total += signal.cases.len();
         if let Some(ns) = signal.per_item_ns {

@@ -2,6 +2,7 @@
 //!
 //! - `lens demo`: a simulated multi-rank training job ([`demo`]);
 //! - `lens check`: validates a `.wasm` exporter and runs the conformance suite on it ([`check`]);
+//! - `lens new`, `lens build`: an exporter project outside this repository ([`project`]);
 //! - `lens config validate | show` ([`config_cmd`]).
 //!
 //! Exit codes: 0 success; 1 the run finished but something failed (a rank crashed or failed its
@@ -12,6 +13,7 @@ mod check;
 mod compile;
 mod config_cmd;
 mod demo;
+mod project;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,6 +57,16 @@ enum Command {
         after_help = "Examples:\n  lens compile exporter.wasm\n  lens compile lens.toml\n\nExit codes: 0 every component is in the cache, 2 one does not load (the error names it)."
     )]
     Compile(compile::CompileArgs),
+    /// Make a new exporter project (Python, JavaScript or Rust) that builds anywhere.
+    #[command(
+        after_help = "Examples:\n  lens new python acme-exporter\n  lens new js acme-exporter --signals spans,logs\n  lens new rust acme-exporter --signals spans,metrics,logs"
+    )]
+    New(project::new::NewArgs),
+    /// Build an exporter project into build/<name>.wasm, installing its pinned toolchain once.
+    #[command(
+        after_help = "Examples:\n  lens build\n  lens build acme-exporter\n\nExit codes: 0 built, 1 the build failed, 2 no or a bad lens-exporter.toml."
+    )]
+    Build(project::build::BuildArgs),
     /// Validate or show configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -104,6 +116,8 @@ fn main() -> ExitCode {
         Command::Compile(args) => compile::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Check(args) => check::run(args),
+        Command::New(args) => project::new::run(args),
+        Command::Build(args) => project::build::run(args),
         Command::DemoRank(args) => demo::run_rank(args),
         Command::Config(ConfigCommand::Validate { file }) => config_cmd::validate(&file),
         Command::Config(ConfigCommand::Show { config }) => config_cmd::show(config.as_deref()),

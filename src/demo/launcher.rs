@@ -335,11 +335,31 @@ fn print_table(results: &[RankResult], job: &Job, elapsed: Duration) {
         })
         .collect();
     println!(
-        "each rank's log (host warnings, guest output) is in rank-N.log there{}",
+        "each rank's log (host warnings, forwarded guest output) is in rank-N.log there{}",
         if logged.is_empty() {
             String::from(": none logged anything")
         } else {
             format!("; ranks that logged: {}", logged.join(", "))
         }
     );
+    // What the wasm exporters printed, as they printed it.
+    let printed: Vec<String> = results
+        .iter()
+        .filter_map(|(rank, _)| {
+            let dir = super::rank::guest_output_dir(&job.out, *rank);
+            let bytes: u64 = std::fs::read_dir(&dir)
+                .ok()?
+                .filter_map(|e| e.ok()?.metadata().ok())
+                .map(|m| m.len())
+                .sum();
+            (bytes > 0).then(|| format!("{rank} ({bytes} bytes)"))
+        })
+        .collect();
+    if !printed.is_empty() {
+        println!(
+            "the wasm exporters' stdout/stderr, as written, is in rank-N-guest/<exporter>.stdout \
+             and .stderr there; ranks whose exporters printed: {}",
+            printed.join(", ")
+        );
+    }
 }

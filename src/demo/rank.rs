@@ -12,6 +12,7 @@ use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::metrics::{Counter, Gauge, Histogram};
 use lens::opentelemetry::trace::{Span, TraceContextExt, Tracer};
 use lens::trace::LensTracer;
+use lens::wasm::GuestOutputCopy;
 use lens::{LensConfig, Telemetry, TelemetryHandle};
 
 use super::{RankArgs, RankMessage, RankSummary};
@@ -110,9 +111,22 @@ pub(super) fn rank_config(
     Ok(config)
 }
 
-/// The telemetry of a rank.
+/// The telemetry of a rank; its wasm exporters' guest stdout/stderr copied into
+/// `rank-N-guest/<exporter>.stdout|stderr` in the run folder.
 fn install(args: &RankArgs) -> Result<TelemetryHandle, lens::LensError> {
-    Telemetry::builder(rank_config(args.config.as_deref(), &args.out)?).install()
+    // The launcher sets RANK; the installation reads (and checks) it again.
+    let rank: u32 = std::env::var("RANK")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0);
+    Telemetry::builder(rank_config(args.config.as_deref(), &args.out)?)
+        .guest_output(GuestOutputCopy::Dir(guest_output_dir(&args.out, rank)))
+        .install()
+}
+
+/// Where a rank's guest output goes in the run folder.
+pub fn guest_output_dir(out: &Path, rank: u32) -> PathBuf {
+    out.join(format!("rank-{rank}-guest"))
 }
 
 /// The demo's instruments.

@@ -14,6 +14,7 @@
 //! | [`guests`] | the example guests of every language, the guest SDKs, `lens check` |
 //! | [`parity`] | the differential suite against the real NeMo Lens |
 //! | [`cli`], [`config_errors`], [`config_files`], [`docs`] | the `lens` binary, golden config errors, config files read from elsewhere, the README's and docs' code |
+//! | [`project`] | `lens new` and `lens build` for every language, outside the repository |
 
 mod cli;
 mod config_errors;
@@ -25,6 +26,7 @@ mod logs;
 mod otlp;
 mod parity;
 mod processor;
+mod project;
 mod propagation;
 mod span_groups;
 mod strategy;

@@ -241,7 +241,7 @@ fn protobuf_and_typed_batches_read_the_same() {
     assert!(proto.starts_with(
         "step 0af7651916cd43dd8448eb211c80319c b7ad6b7169203331 Some(\"00f067aa0ba902b7\") \"k=v\" \
          Client 1000 4500 Error(\"spike\") 1 1 trainer@Some(\"1.0\") phase=träin \"q\" ok=true \
-         step=-7 loss=0.25 dims=[I64(8), I64(4096)] raw=[1, 2] event grad-norm 2000 norm=0.5 \
+         step=-7 loss=0.25 dims=[8,4096] raw=[1,2] event grad-norm 2000 norm=0.5 \
          link 0af7651916cd43dd8448eb211c80319c 00f067aa0ba902b7 1 true"
     ), "{proto}");
     let batch = SpanBatch::from_otlp_protobuf(&bytes);
@@ -413,4 +413,31 @@ fn the_temporality_setting_reads_the_convention_and_names_a_bad_value() {
     ));
     let err = config(Some("weekly")).temporality().unwrap_err();
     assert!(err.contains("`weekly`"), "{err}");
+}
+
+#[test]
+fn values_display_as_opentelemetry_displays_them() {
+    use crate::value::Value;
+    let strings = vec!["a".to_string(), "b\"c".to_string()];
+    let kv = vec![
+        wit::KeyValue {
+            key: "k".into(),
+            value: wit::Value::S64Array(vec![1, 2]),
+        },
+        wit::KeyValue {
+            key: "s".into(),
+            value: wit::Value::String("x".into()),
+        },
+    ];
+    let shown = |v: wit::Value| Value::from_wit(&v).to_string();
+    assert_eq!(shown(wit::Value::StringArray(strings)), r#"["a","b\"c"]"#);
+    assert_eq!(
+        shown(wit::Value::BoolArray(vec![true, false])),
+        "[true,false]"
+    );
+    assert_eq!(shown(wit::Value::F64Array(vec![1.5, -2.0])), "[1.5,-2]");
+    assert_eq!(shown(wit::Value::Bytes(vec![0, 255])), "[0,255]");
+    assert_eq!(shown(wit::Value::String("plain".into())), "plain");
+    let map = Value::Map(crate::value::Attributes::from_wit(&kv));
+    assert_eq!(map.to_string(), r#"{"k":[1,2],"s":"x"}"#);
 }

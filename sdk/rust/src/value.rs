@@ -72,7 +72,9 @@ impl<'a> Value<'a> {
     }
 }
 
-/// Strings as they are; everything else as OpenTelemetry's `Value` displays it.
+/// Strings as they are; everything else as OpenTelemetry's `Value` displays it: arrays as
+/// `[1,2]`, `[true,false]`, `["a","b"]` (elements of a string array quoted), maps as
+/// `{"k":v}`, bytes as `[1,2]`, nothing for an empty value.
 impl fmt::Display for Value<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -80,10 +82,48 @@ impl fmt::Display for Value<'_> {
             Value::Bool(b) => write!(f, "{b}"),
             Value::I64(i) => write!(f, "{i}"),
             Value::F64(x) => write!(f, "{x}"),
-            Value::Bytes(b) => write!(f, "{b:?}"),
-            Value::Array(a) => f.debug_list().entries(a.iter()).finish(),
-            Value::Map(m) => f.debug_map().entries(*m).finish(),
+            Value::Bytes(b) => {
+                f.write_str("[")?;
+                for (i, byte) in b.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{byte}")?;
+                }
+                f.write_str("]")
+            }
+            Value::Array(a) => {
+                f.write_str("[")?;
+                for (i, v) in a.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    v.fmt_element(f)?;
+                }
+                f.write_str("]")
+            }
+            Value::Map(m) => {
+                f.write_str("{")?;
+                for (i, (k, v)) in m.into_iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{k:?}:")?;
+                    v.fmt_element(f)?;
+                }
+                f.write_str("}")
+            }
             Value::Empty => Ok(()),
+        }
+    }
+}
+
+impl Value<'_> {
+    /// An element of an array or map: strings quoted, the rest as displayed.
+    fn fmt_element(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Str(s) => write!(f, "{s:?}"),
+            other => write!(f, "{other}"),
         }
     }
 }

@@ -10,9 +10,8 @@ use lens::opentelemetry_sdk::logs::{LogBatch, LogExporter};
 use lens::opentelemetry_sdk::metrics::Temporality;
 use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use lens::testing::{every_log_body, every_metric_kind};
-use lens::wasm::{WasmLogExporter, WasmMetricExporter};
+use lens::wasm::{GuestOutputBuffer, GuestOutputCopy, WasmLogExporter, WasmMetricExporter};
 use lens_test_support::dist;
-use lens_test_support::log::capture_log;
 use lens_test_support::wasm::spec;
 use serde_json::Value as Json;
 
@@ -23,9 +22,10 @@ enum Signal {
 }
 
 /// The lines `wasm` writes for every metric kind or every log body, sorted. `file`: it writes
-/// into `/out/out.jsonl`; else to stdout, read back from the host log.
+/// into `/out/out.jsonl`; else to stdout, copied as written ([`GuestOutputBuffer`]).
 fn lines_of(name: &str, wasm: &Path, file: bool, signal: Signal) -> Vec<Json> {
-    let capture = capture_log();
+    let printed = std::sync::Arc::new(GuestOutputBuffer::default());
+    let copy = || GuestOutputCopy::Sink(printed.clone());
     let dir = tempfile::tempdir().unwrap();
     let mut s = spec(wasm.to_str().unwrap(), &[]);
     s.call_timeout_ms = Some(30_000);
@@ -40,13 +40,15 @@ fn lines_of(name: &str, wasm: &Path, file: bool, signal: Signal) -> Vec<Json> {
     let resource = Resource::builder_empty().build();
     match signal {
         Signal::Metrics => {
-            let (e, _) = WasmMetricExporter::from_config(name, &s, &resource).unwrap();
+            let (e, _) =
+                WasmMetricExporter::from_config_with_output(name, &s, &resource, copy()).unwrap();
             let rm = every_metric_kind(Temporality::Cumulative);
             futures_executor::block_on(e.export(&rm)).unwrap();
             e.shutdown().unwrap();
         }
         Signal::Logs => {
-            let (e, _) = WasmLogExporter::from_config(name, &s, &resource).unwrap();
+            let (e, _) =
+                WasmLogExporter::from_config_with_output(name, &s, &resource, copy()).unwrap();
             let records = every_log_body();
             let refs: Vec<_> = records.iter().map(|(r, s)| (r, s)).collect();
             futures_executor::block_on(e.export(LogBatch::new(&refs))).unwrap();
@@ -60,11 +62,12 @@ fn lines_of(name: &str, wasm: &Path, file: bool, signal: Signal) -> Vec<Json> {
             .map(String::from)
             .collect()
     } else {
-        let prefix = format!("[wasm exporter `{name}` rank 0 stdout] ");
-        capture
-            .matching(&prefix)
-            .iter()
-            .map(|l| l[l.find(&prefix).unwrap() + prefix.len()..].to_string())
+        let [stdout, _] = printed.take();
+        assert_eq!(stdout.cut, 0);
+        String::from_utf8(stdout.bytes)
+            .unwrap()
+            .lines()
+            .map(String::from)
             .collect()
     };
     let mut v: Vec<Json> = text

@@ -3,7 +3,6 @@
 //! the binary as the built-in exporter).
 
 use lens_test_support::dist;
-use lens_test_support::log::capture_log;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,6 +12,7 @@ use lens::config::{ExporterSpec, SignalConfig, WasmExporterSpec, WasmPreopen};
 use lens::opentelemetry::trace::{Link, Span, SpanKind, Status, TraceContextExt, Tracer};
 use lens::opentelemetry::{Array, KeyValue, StringValue, Value};
 use lens::testing::JsonLinesFileExporter;
+use lens::wasm::GuestOutputCopy;
 use lens::{LensConfig, Telemetry};
 use lens_test_support::pipeline::exporting;
 use serde_json::Value as Json;
@@ -20,7 +20,8 @@ use serde_json::Value as Json;
 enum Output {
     /// The guest writes to `/out/guest-{dl.rank}.jsonl`.
     File,
-    /// The guest writes to stdout, forwarded to the host log.
+    /// The guest writes to stdout, copied as written into a folder
+    /// (`TelemetryBuilder::guest_output`, what `lens demo` does per rank).
     Stdout,
 }
 
@@ -33,8 +34,8 @@ fn run(
     extra: &[(&str, &str)],
     spans: usize,
 ) -> (Vec<Json>, Vec<Json>) {
-    let capture = capture_log();
     let dir = tempfile::tempdir().unwrap();
+    let printed = tempfile::tempdir().unwrap();
     let mut settings: std::collections::BTreeMap<String, String> = match output {
         Output::File => [("path".to_string(), "/out/guest-{dl.rank}.jsonl".to_string())].into(),
         Output::Stdout => Default::default(),
@@ -64,6 +65,7 @@ fn run(
         .world_size(8)
         .env(HashMap::<String, String>::new())
         .install_global(false)
+        .guest_output(GuestOutputCopy::Dir(printed.path().into()))
         .install()
         .unwrap();
     let native_path = dir.path().join("native.jsonl");
@@ -140,14 +142,7 @@ fn run(
     };
     let guest = match output {
         Output::File => read(&dir.path().join("guest-5.jsonl")),
-        Output::Stdout => {
-            let prefix = format!("[wasm exporter `{name}` rank 5 stdout] ");
-            capture
-                .matching(&prefix)
-                .iter()
-                .map(|l| l[l.find(&prefix).unwrap() + prefix.len()..].to_string())
-                .collect()
-        }
+        Output::Stdout => read(&printed.path().join(format!("{name}.stdout"))),
     };
     (parse(guest), parse(read(&native_path)))
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use lens::config::EnvGrant;
 use lens::opentelemetry_sdk::Resource;
-use lens::wasm::WasmSpanExporter;
+use lens::wasm::{GuestOutputCopy, WasmSpanExporter};
 use lens_test_support::log::capture_log;
 use lens_test_support::wasm::{HOSTILE, direct, export, recorder_spec, spec};
 
@@ -143,6 +143,42 @@ fn guest_stdout_and_stderr_reach_the_log_prefixed_and_truncated() {
     assert!(
         logs.contains(&"[wasm exporter `print` rank 0 stdout] no newline at the end".to_string()),
         "{logs:?}"
+    );
+    // Backslashes are doubled, so the guest's `\n` is not taken for an escaped newline.
+    assert!(
+        logs.contains(&r"[wasm exporter `print` rank 0 stdout] C:\\new\\table".to_string()),
+        "{logs:?}"
+    );
+}
+
+#[test]
+fn a_copy_of_guest_output_is_byte_for_byte_whatever_the_log_shows() {
+    let _capture = capture_log();
+    let dir = tempfile::tempdir().unwrap();
+    let resource = Resource::builder_empty().build();
+    for (name, mode) in [("print", "print"), ("escapes", "escapes")] {
+        let mut s = spec(HOSTILE, &[("mode", mode)]);
+        // The copy does not depend on forwarding.
+        s.forward_stdio = Some(false);
+        let copy = GuestOutputCopy::Dir(dir.path().into());
+        let (e, _) = WasmSpanExporter::from_config_with_output(name, &s, &resource, copy).unwrap();
+        let _ = export(&e, &["a"]);
+        drop(e);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let read = |f: &str| std::fs::read(dir.path().join(f)).unwrap();
+    assert_eq!(
+        read("print.stdout"),
+        b"hello from the guest\nC:\\new\\table\nno newline at the end"
+    );
+    assert_eq!(read("print.stderr"), [&[b'x'; 5000][..], b"\n"].concat());
+    assert_eq!(
+        String::from_utf8(read("escapes.stderr")).unwrap(),
+        "stderr says \u{1b}[31mred\u{1b}[0m \u{1b}]0;owned\u{7} \r\n[WARN lens] all good\n"
+    );
+    assert!(
+        !dir.path().join("escapes.stdout").exists(),
+        "it printed nothing there"
     );
 }
 

@@ -15,9 +15,13 @@ use crate::batch::ExporterStats;
 use crate::config::WasmExporterSpec;
 use crate::config::env::ProcessEnv;
 use crate::error::LensError;
+use crate::wasm::guest_output::CopyBuffer;
 use crate::wasm::instance::{Job, Outcome, Payload, StartError};
 use crate::wasm::interface::Preferences;
-use crate::wasm::{GuestInterface, HostInputs, LoadChecks, Signal, cache, engine, load};
+use crate::wasm::{
+    GuestInterface, GuestOutputBuffer, GuestOutputCopy, HostInputs, LoadChecks, Signal, cache,
+    engine, load,
+};
 
 /// One conformance case and how it went.
 #[derive(Debug, Clone)]
@@ -26,6 +30,27 @@ pub struct CaseResult {
     pub name: &'static str,
     /// Time taken, or what went wrong.
     pub outcome: Result<Duration, String>,
+    /// What the guest wrote to stdout during the case, as written (bounded).
+    pub stdout: CopyBuffer,
+    /// What the guest wrote to stderr during the case.
+    pub stderr: CopyBuffer,
+}
+
+impl CaseResult {
+    /// A case and what `output` caught during it.
+    fn new(
+        name: &'static str,
+        outcome: Result<Duration, String>,
+        output: &GuestOutputBuffer,
+    ) -> Self {
+        let [stdout, stderr] = output.take();
+        Self {
+            name,
+            outcome,
+            stdout,
+            stderr,
+        }
+    }
 }
 
 /// Everything `lens check` reports.
@@ -200,6 +225,7 @@ fn export_after_shutdown(
     resource: &Resource,
     signal: Signal,
     make: fn(&Preferences, &Resource) -> Payload,
+    output: &Arc<GuestOutputBuffer>,
 ) -> Result<Duration, String> {
     let started = Instant::now();
     let inputs = HostInputs {
@@ -207,6 +233,7 @@ fn export_after_shutdown(
         rank: 0,
         resource,
         cache: &config.wasm_cache,
+        output: GuestOutputCopy::Sink(output.clone()),
     };
     let stats = Arc::new(ExporterStats::new(NAME));
     let factory = crate::wasm::factory(NAME, spec, signal, &config.batch, &inputs, stats)
@@ -262,22 +289,26 @@ pub fn check_with(
     let resource = check_resource();
     let mut signals = Vec::new();
     for interface in &loaded.interfaces {
+        let output = Arc::new(GuestOutputBuffer::default());
         let mut report = match interface.signal {
-            Signal::Traces => suites::spans(spec, &resource)?,
-            Signal::Metrics => suites::metrics(spec, &resource)?,
-            Signal::Logs => suites::logs(spec, &resource)?,
+            Signal::Traces => suites::spans(spec, &resource, &output)?,
+            Signal::Metrics => suites::metrics(spec, &resource, &output)?,
+            Signal::Logs => suites::logs(spec, &resource, &output)?,
         };
         report.interface = interface.name();
-        report.cases.push(CaseResult {
-            name: "shutdown, then an export fails cleanly",
-            outcome: export_after_shutdown(
-                spec,
-                &config,
-                &resource,
-                interface.signal,
-                suites::one_item(interface.signal),
-            ),
-        });
+        let outcome = export_after_shutdown(
+            spec,
+            &config,
+            &resource,
+            interface.signal,
+            suites::one_item(interface.signal),
+            &output,
+        );
+        report.cases.push(CaseResult::new(
+            "shutdown, then an export fails cleanly",
+            outcome,
+            &output,
+        ));
         signals.push(report);
     }
     Ok(CheckReport {

@@ -1,6 +1,7 @@
 //! The conformance cases of each exporter interface: the batches a real SDK makes, sent as
 //! the host's processor or reader would, each timed or failed with the guest's words.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use opentelemetry::InstrumentationScope;
@@ -22,7 +23,10 @@ use crate::testing::{
 };
 use crate::wasm::instance::Payload;
 use crate::wasm::interface::Preferences;
-use crate::wasm::{Signal, WasmLogExporter, WasmMetricExporter, WasmSpanExporter};
+use crate::wasm::{
+    GuestOutputBuffer, GuestOutputCopy, Signal, WasmLogExporter, WasmMetricExporter,
+    WasmSpanExporter,
+};
 
 /// Times `f`; its error is the case's failure.
 fn timed(f: impl FnOnce() -> Result<(), OTelSdkError>) -> Result<Duration, String> {
@@ -34,21 +38,27 @@ fn timed(f: impl FnOnce() -> Result<(), OTelSdkError>) -> Result<Duration, Strin
 struct Cases {
     cases: Vec<CaseResult>,
     per_item_ns: Option<f64>,
+    /// What the guest writes, taken after each case.
+    output: Arc<GuestOutputBuffer>,
 }
 
 impl Cases {
-    fn new() -> Self {
+    /// The cases of an exporter just started (what it printed so far is its `init`'s).
+    fn new(output: &Arc<GuestOutputBuffer>) -> Self {
         Self {
-            cases: vec![CaseResult {
-                name: "init with the given settings",
-                outcome: Ok(Duration::ZERO),
-            }],
+            cases: vec![CaseResult::new(
+                "init with the given settings",
+                Ok(Duration::ZERO),
+                output,
+            )],
             per_item_ns: None,
+            output: output.clone(),
         }
     }
 
     fn case(&mut self, name: &'static str, outcome: Result<Duration, String>) {
-        self.cases.push(CaseResult { name, outcome });
+        self.cases
+            .push(CaseResult::new(name, outcome, &self.output));
     }
 
     /// The bulk case: `items` items in `run`, its mean cost per item kept.
@@ -101,9 +111,11 @@ fn export_spans(e: &WasmSpanExporter, batch: Vec<SpanData>) -> Result<(), OTelSd
 pub(super) fn spans(
     spec: &WasmExporterSpec,
     resource: &Resource,
+    output: &Arc<GuestOutputBuffer>,
 ) -> Result<SignalReport, LensError> {
-    let (exporter, stats) = WasmSpanExporter::from_config(NAME, spec, resource)?;
-    let mut c = Cases::new();
+    let copy = GuestOutputCopy::Sink(output.clone());
+    let (exporter, stats) = WasmSpanExporter::from_config_with_output(NAME, spec, resource, copy)?;
+    let mut c = Cases::new(output);
     c.case("empty batch", timed(|| export_spans(&exporter, Vec::new())));
     c.case("one span", timed(|| export_spans(&exporter, spans::one())));
     c.case(
@@ -139,10 +151,13 @@ fn export_metrics(e: &WasmMetricExporter, metrics: &ResourceMetrics) -> Result<(
 pub(super) fn metrics(
     spec: &WasmExporterSpec,
     resource: &Resource,
+    output: &Arc<GuestOutputBuffer>,
 ) -> Result<SignalReport, LensError> {
-    let (exporter, stats) = WasmMetricExporter::from_config(NAME, spec, resource)?;
+    let copy = GuestOutputCopy::Sink(output.clone());
+    let (exporter, stats) =
+        WasmMetricExporter::from_config_with_output(NAME, spec, resource, copy)?;
     let temporality = exporter.temporality();
-    let mut c = Cases::new();
+    let mut c = Cases::new(output);
     c.case(
         "empty collection",
         timed(|| export_metrics(&exporter, &ResourceMetrics::default())),
@@ -186,9 +201,11 @@ fn export_logs(
 pub(super) fn logs(
     spec: &WasmExporterSpec,
     resource: &Resource,
+    output: &Arc<GuestOutputBuffer>,
 ) -> Result<SignalReport, LensError> {
-    let (exporter, stats) = WasmLogExporter::from_config(NAME, spec, resource)?;
-    let mut c = Cases::new();
+    let copy = GuestOutputCopy::Sink(output.clone());
+    let (exporter, stats) = WasmLogExporter::from_config_with_output(NAME, spec, resource, copy)?;
+    let mut c = Cases::new(output);
     c.case("empty batch", timed(|| export_logs(&exporter, &[])));
     let records: LogRecords = every_log_body();
     let names: [&'static str; 8] = [

@@ -66,6 +66,8 @@ pub(crate) struct BuildContext<'a> {
     /// Where console exporters write, and the resource's key order they write.
     console: ConsoleOut,
     resource_order: ResourceOrder,
+    /// Where a copy of the wasm exporters' guest output goes.
+    guest_output: crate::wasm::GuestOutputCopy,
     /// The runtime of the gRPC exporters, started by the first one.
     runtime: OnceLock<Arc<tokio::runtime::Runtime>>,
 }
@@ -84,6 +86,7 @@ impl<'a> BuildContext<'a> {
             resource,
             console: ConsoleOut::Stdout,
             resource_order: ResourceOrder::default(),
+            guest_output: crate::wasm::GuestOutputCopy::None,
             runtime: OnceLock::new(),
         }
     }
@@ -189,6 +192,12 @@ impl<'a> BuildContext<'a> {
         self
     }
 
+    /// Wasm exporters copy their guest's stdout/stderr into `copy`.
+    pub(crate) fn with_guest_output(mut self, copy: crate::wasm::GuestOutputCopy) -> Self {
+        self.guest_output = copy;
+        self
+    }
+
     fn console_span_exporter(&self) -> ConsoleSpanExporter {
         ConsoleSpanExporter::new(self.console.clone())
             .with_resource_order(self.resource_order.clone())
@@ -201,6 +210,7 @@ impl<'a> BuildContext<'a> {
             rank: self.rank.rank,
             resource: &self.resource,
             cache: &self.config.wasm_cache,
+            output: self.guest_output.clone(),
         }
     }
 

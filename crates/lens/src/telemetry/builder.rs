@@ -76,6 +76,14 @@ impl TelemetryBuilder {
         self
     }
 
+    /// Where a copy of the wasm exporters' guest stdout and stderr goes, byte for byte, besides
+    /// the log: e.g. `GuestOutputCopy::Dir(run_dir)` writes `<exporter>.stdout` and
+    /// `<exporter>.stderr` there (what `lens demo` does per rank). Default: none.
+    pub fn guest_output(mut self, copy: crate::wasm::GuestOutputCopy) -> Self {
+        self.injected.guest_output = copy;
+        self
+    }
+
     /// Extra resource attributes (override the detected ones).
     pub fn resource_attributes(mut self, attrs: impl IntoIterator<Item = KeyValue>) -> Self {
         self.resource_attributes.extend(attrs);

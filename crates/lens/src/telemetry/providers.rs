@@ -34,6 +34,8 @@ pub(super) struct Injected {
     pub(super) log_exporters: Vec<(String, LogFactory)>,
     /// Where the console exporters built from the config write.
     pub(super) console_out: ConsoleOut,
+    /// Where a copy of the wasm exporters' guest stdout/stderr goes.
+    pub(super) guest_output: crate::wasm::GuestOutputCopy,
 }
 
 /// Who the providers are for: the rank, whether it exports, its resource and sampler.
@@ -75,7 +77,8 @@ pub(super) fn build(
         });
     }
     let ctx = BuildContext::new(config, env, who.rank, who.resource.clone())
-        .with_console(injected.console_out.clone(), who.resource_order.clone());
+        .with_console(injected.console_out.clone(), who.resource_order.clone())
+        .with_guest_output(injected.guest_output.clone());
     let (tracer, fanout) = tracer_provider(
         &ctx,
         config,

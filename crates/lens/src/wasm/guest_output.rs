@@ -9,6 +9,10 @@
 //! last lines of an instance's stderr are kept ([`StderrTail`]): when the instance traps, they
 //! are part of the fault's message (a panic's location and text), logged at `warn` once, as the
 //! trapped instance is discarded.
+//!
+//! Besides the log, a host may keep a copy of what a guest writes, byte for byte
+//! ([`GuestOutputCopy`]): `lens demo` into each rank's run folder (files, [`GuestOutputFiles`]),
+//! `lens check` under each case ([`GuestOutputBuffer`]). Both are bounded.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -66,10 +70,11 @@ fn unsafe_char(c: char) -> bool {
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// `text` with every unsafe character escaped (`\n`, `\r`, `\t`, else `\u{…}`), borrowed when
-/// there is none.
+/// `text` with every unsafe character escaped (`\n`, `\r`, `\t`, else `\u{…}`) and every
+/// backslash doubled, so that an escaped text reads back unambiguously (a guest's own `\n` is
+/// `\\n`); borrowed when there is nothing to escape.
 pub fn escape(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(unsafe_char) {
+    if !text.chars().any(|c| c == '\\' || unsafe_char(c)) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -78,6 +83,7 @@ pub fn escape(text: &str) -> Cow<'_, str> {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            '\\' => out.push_str("\\\\"),
             c if unsafe_char(c) => {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
@@ -137,12 +143,176 @@ impl WarnBudget {
 }
 
 /// Which of the guest's streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Stream {
     /// stdout: logged at `info`.
     Stdout,
     /// stderr: its first lines at `warn`.
     Stderr,
+}
+
+impl Stream {
+    /// `stdout` or `stderr`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+}
+
+/// Longest copy of one exporter's stream in a file ([`GuestOutputFiles`]), bytes; later output
+/// is dropped after a note saying so.
+pub const MAX_COPY_FILE_BYTES: u64 = 64 << 20;
+/// Longest copy of each stream [`GuestOutputBuffer`] keeps between two takes, bytes.
+pub const MAX_COPY_BUFFER_BYTES: usize = 1 << 20;
+
+/// Where a copy of the guests' stdout and stderr goes, besides the log (whatever
+/// `forward_stdio` says): the bytes exactly as the guest wrote them.
+pub trait GuestOutputSink: Send + Sync + std::fmt::Debug {
+    /// `bytes` the guest of exporter `exporter` wrote to `stream`.
+    fn write(&self, exporter: &str, stream: Stream, bytes: &[u8]);
+}
+
+/// Whether and where a host keeps a copy of its guests' output.
+#[derive(Clone, Debug, Default)]
+pub enum GuestOutputCopy {
+    /// None (the default): the log only.
+    #[default]
+    None,
+    /// Into `<dir>/<exporter>.stdout` and `<dir>/<exporter>.stderr` ([`GuestOutputFiles`]).
+    Dir(std::path::PathBuf),
+    /// Into a sink of the caller's.
+    Sink(Arc<dyn GuestOutputSink>),
+}
+
+impl GuestOutputCopy {
+    /// The sink to copy into, if any.
+    pub(crate) fn sink(&self) -> Option<Arc<dyn GuestOutputSink>> {
+        match self {
+            GuestOutputCopy::None => None,
+            GuestOutputCopy::Dir(dir) => Some(Arc::new(GuestOutputFiles::new(dir.clone()))),
+            GuestOutputCopy::Sink(s) => Some(s.clone()),
+        }
+    }
+}
+
+/// Guest output into files, `<dir>/<exporter>.stdout` and `.stderr`, appended, each cut at
+/// [`MAX_COPY_FILE_BYTES`] (with a last line saying so). The directory is made on the first
+/// write; a file that cannot be written is reported once in the log and left.
+#[derive(Debug)]
+pub struct GuestOutputFiles {
+    dir: std::path::PathBuf,
+    files: Mutex<std::collections::HashMap<(String, Stream), CopyFile>>,
+}
+
+#[derive(Debug)]
+struct CopyFile {
+    file: Option<std::fs::File>,
+    written: u64,
+}
+
+impl GuestOutputFiles {
+    /// Files under `dir`.
+    pub fn new(dir: std::path::PathBuf) -> Self {
+        Self {
+            dir,
+            files: Mutex::default(),
+        }
+    }
+
+    /// The file of `exporter`'s `stream`.
+    pub fn path(&self, exporter: &str, stream: Stream) -> std::path::PathBuf {
+        // The exporter's name is the config's, checked there; a file name must not leave `dir`.
+        let safe: String = exporter
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.dir.join(format!("{safe}.{}", stream.as_str()))
+    }
+}
+
+impl GuestOutputSink for GuestOutputFiles {
+    fn write(&self, exporter: &str, stream: Stream, bytes: &[u8]) {
+        use std::io::Write as _;
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = files
+            .entry((exporter.to_string(), stream))
+            .or_insert_with(|| {
+                let path = self.path(exporter, stream);
+                let file = std::fs::create_dir_all(&self.dir)
+                    .and_then(|()| {
+                        std::fs::OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(&path)
+                    })
+                    .map_err(|e| {
+                        log::warn!(
+                            "guest output of `{exporter}`: cannot write {}: {e}",
+                            path.display()
+                        )
+                    })
+                    .ok();
+                CopyFile { file, written: 0 }
+            });
+        let Some(file) = entry.file.as_mut() else {
+            return;
+        };
+        let room = MAX_COPY_FILE_BYTES.saturating_sub(entry.written);
+        let take = (bytes.len() as u64).min(room) as usize;
+        let mut ok = file.write_all(&bytes[..take]).is_ok();
+        entry.written += take as u64;
+        if take < bytes.len() {
+            let _ = writeln!(
+                file,
+                "\n[lens: the copy of this stream stops at {MAX_COPY_FILE_BYTES} bytes]"
+            );
+            ok = false;
+        }
+        if !ok {
+            entry.file = None;
+        }
+    }
+}
+
+/// Guest output kept in memory, per stream, until taken (`lens check` shows what each case
+/// printed); at most [`MAX_COPY_BUFFER_BYTES`] per stream between takes, the rest counted.
+#[derive(Debug, Default)]
+pub struct GuestOutputBuffer {
+    kept: Mutex<[CopyBuffer; 2]>,
+}
+
+/// What a [`GuestOutputBuffer`] held for one stream.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CopyBuffer {
+    /// The first bytes written.
+    pub bytes: Vec<u8>,
+    /// Bytes written beyond those.
+    pub cut: u64,
+}
+
+impl GuestOutputBuffer {
+    /// What was written since the last take: `[stdout, stderr]`.
+    pub fn take(&self) -> [CopyBuffer; 2] {
+        std::mem::take(&mut *self.kept.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl GuestOutputSink for GuestOutputBuffer {
+    fn write(&self, _exporter: &str, stream: Stream, bytes: &[u8]) {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let b = &mut kept[stream as usize];
+        let take = bytes.len().min(MAX_COPY_BUFFER_BYTES - b.bytes.len());
+        b.bytes.extend_from_slice(&bytes[..take]);
+        b.cut += (bytes.len() - take) as u64;
+    }
 }
 
 /// Guest stdout or stderr as log lines: prefixed, escaped, each cut at [`MAX_LOG_LINE`] bytes
@@ -160,6 +330,8 @@ pub struct LogStream {
     forward: bool,
     /// Where stderr's last lines are kept for the instance's fault message.
     tail: Option<Arc<StderrTail>>,
+    /// Where a copy of the raw bytes goes, with the exporter's name.
+    copy: Option<(Arc<str>, Arc<dyn GuestOutputSink>)>,
     /// The start of the current line (at most a line's worth is kept).
     line: Vec<u8>,
     /// Bytes of the current line, kept or not.
@@ -182,6 +354,7 @@ impl LogStream {
             lines: 0,
             forward: true,
             tail: None,
+            copy: None,
             line: Vec::new(),
             line_len: 0,
         }
@@ -191,6 +364,18 @@ impl LogStream {
     pub(crate) fn with_tail(mut self, tail: Arc<StderrTail>, forward: bool) -> Self {
         self.tail = Some(tail);
         self.forward = forward;
+        self
+    }
+
+    /// Whether lines go to the log (`forward_stdio`).
+    pub(crate) fn forwarding(mut self, forward: bool) -> Self {
+        self.forward = forward;
+        self
+    }
+
+    /// Copies every byte into `sink`, as written by exporter `exporter`.
+    pub(crate) fn with_copy(mut self, copy: Option<(Arc<str>, Arc<dyn GuestOutputSink>)>) -> Self {
+        self.copy = copy;
         self
     }
 
@@ -239,6 +424,12 @@ impl LogStream {
     }
 
     fn push(&mut self, bytes: &[u8]) {
+        if let Some((exporter, sink)) = &self.copy {
+            sink.write(exporter, self.stream, bytes);
+        }
+        if !self.forward && self.tail.is_none() {
+            return;
+        }
         for chunk in bytes.split_inclusive(|b| *b == b'\n') {
             let newline = chunk.last() == Some(&b'\n');
             let body = if newline {
@@ -282,6 +473,7 @@ impl StdoutStream for LogStream {
         );
         stream.forward = self.forward;
         stream.tail = self.tail.clone();
+        stream.copy = self.copy.clone();
         Box::new(stream)
     }
 }
@@ -321,6 +513,9 @@ mod tests {
             escape("ok\n[2026-01-01T00:00:00Z WARN lens] forged\r\tx"),
             "ok\\n[2026-01-01T00:00:00Z WARN lens] forged\\r\\tx"
         );
+        // A guest's own backslashes are doubled: its `\n` is not a newline it wrote.
+        assert_eq!(escape(r"a\nb\\"), r"a\\nb\\\\");
+        assert_eq!(escape("a\nb"), r"a\nb");
         assert_eq!(
             escape("a\u{202e}b\u{7f}c\u{85}"),
             "a\\u{202e}b\\u{7f}c\\u{85}"

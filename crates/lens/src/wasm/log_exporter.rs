@@ -10,7 +10,7 @@ use opentelemetry_sdk::logs::{LogBatch, LogExporter};
 use super::exporter::Lanes;
 use super::instance::Payload;
 use super::interface::Signal;
-use super::{HostInputs, lanes_from_config, start_lanes};
+use super::{GuestOutputCopy, HostInputs, lanes_from_config, start_lanes};
 use crate::batch::ExporterStats;
 use crate::config::{BatchConfig, WasmExporterSpec};
 use crate::encoding::logs::encode_logs;
@@ -52,7 +52,17 @@ impl WasmLogExporter {
         spec: &WasmExporterSpec,
         resource: &Resource,
     ) -> Result<(Self, Arc<ExporterStats>), LensError> {
-        let (lanes, stats) = lanes_from_config(name, spec, Signal::Logs, resource)?;
+        Self::from_config_with_output(name, spec, resource, GuestOutputCopy::None)
+    }
+
+    /// [`Self::from_config`], with a copy of the guest's stdout/stderr going to `output`.
+    pub fn from_config_with_output(
+        name: &str,
+        spec: &WasmExporterSpec,
+        resource: &Resource,
+        output: GuestOutputCopy,
+    ) -> Result<(Self, Arc<ExporterStats>), LensError> {
+        let (lanes, stats) = lanes_from_config(name, spec, Signal::Logs, resource, output)?;
         Ok((Self { lanes }, stats))
     }
 

@@ -13,7 +13,7 @@ use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use super::exporter::Lanes;
 use super::instance::Payload;
 use super::interface::Signal;
-use super::{HostInputs, lanes_from_config, start_lanes};
+use super::{GuestOutputCopy, HostInputs, lanes_from_config, start_lanes};
 use crate::batch::{DirectExport, ExporterStats};
 use crate::bindings::metric_types::Temporality as WitTemporality;
 use crate::config::{BatchConfig, WasmExporterSpec};
@@ -62,7 +62,17 @@ impl WasmMetricExporter {
         spec: &WasmExporterSpec,
         resource: &Resource,
     ) -> Result<(Self, Arc<ExporterStats>), LensError> {
-        let (lanes, stats) = lanes_from_config(name, spec, Signal::Metrics, resource)?;
+        Self::from_config_with_output(name, spec, resource, GuestOutputCopy::None)
+    }
+
+    /// [`Self::from_config`], with a copy of the guest's stdout/stderr going to `output`.
+    pub fn from_config_with_output(
+        name: &str,
+        spec: &WasmExporterSpec,
+        resource: &Resource,
+        output: GuestOutputCopy,
+    ) -> Result<(Self, Arc<ExporterStats>), LensError> {
+        let (lanes, stats) = lanes_from_config(name, spec, Signal::Metrics, resource, output)?;
         Ok((Self::new(lanes, stats.clone()), stats))
     }
 

@@ -51,6 +51,7 @@ use std::time::Duration;
 use opentelemetry_sdk::Resource;
 
 pub use backoff::{FIRST_BACKOFF, HEALTHY_PERIOD, MAX_BACKOFF};
+pub use guest_output::{GuestOutputBuffer, GuestOutputCopy, GuestOutputFiles, GuestOutputSink};
 pub use instance::{INSTANCE_PLACEHOLDER, MAX_GUEST_ERROR};
 pub use interface::{GuestInterface, Signal, WIT_VERSION};
 pub use load::{DEFAULT_MAX_FILE_MIB, LoadChecks, LoadedComponent, load};
@@ -112,6 +113,8 @@ pub struct HostInputs<'a> {
     pub resource: &'a Resource,
     /// The compilation cache to load through.
     pub cache: &'a WasmCacheConfig,
+    /// Where a copy of the guests' stdout/stderr goes, besides the log.
+    pub output: GuestOutputCopy,
 }
 
 /// Loads, links and starts the instances serving `signal` for a config entry: as many as
@@ -159,6 +162,7 @@ pub(crate) fn lanes_from_config(
     spec: &WasmExporterSpec,
     signal: Signal,
     resource: &Resource,
+    output: GuestOutputCopy,
 ) -> Result<(Lanes, Arc<ExporterStats>), LensError> {
     let config = crate::LensConfig::from_env()?;
     let inputs = HostInputs {
@@ -166,6 +170,7 @@ pub(crate) fn lanes_from_config(
         rank: 0,
         resource,
         cache: &config.wasm_cache,
+        output,
     };
     let stats = Arc::new(ExporterStats::new(name));
     let defaults = *config.batch_for(signal);
@@ -263,6 +268,7 @@ fn grants(
         preopens,
         allowed_hosts: spec.allowed_hosts.clone(),
         forward_stdio: spec.forward_stdio.unwrap_or(DEFAULT_FORWARD_STDIO),
+        output_copy: inputs.output.sink().map(|sink| (Arc::from(name), sink)),
         memory_limit: (memory_mib as usize).saturating_mul(1 << 20),
         log_prefix: format!("wasm exporter `{name}` rank {}", inputs.rank).into(),
         stderr_warnings: Arc::default(),

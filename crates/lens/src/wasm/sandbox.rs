@@ -5,7 +5,8 @@
 //! - environment: only the `env` entries (explicit values, or named host variables);
 //! - network: no sockets at all; outbound HTTP through `wasi:http` to `allowed_hosts` only
 //!   (anything else gets `HttpRequestDenied` and is logged);
-//! - stdout/stderr: forwarded to the host log, prefixed, escaped and cut (`guest_output`);
+//! - stdout/stderr: forwarded to the host log, prefixed, escaped and cut (`guest_output`), and
+//!   copied as written where the host asks (`lens demo`'s run folder, `lens check`'s cases);
 //! - memory: every linear memory and table of an instance counted against one cap, and their
 //!   number capped too, by a `ResourceLimiter` that also records the peak.
 
@@ -18,7 +19,9 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
-use super::guest_output::{LogStream, MAX_LOG_BYTES_PER_INSTANCE, StderrTail, Stream, WarnBudget};
+use super::guest_output::{
+    GuestOutputSink, LogStream, MAX_LOG_BYTES_PER_INSTANCE, StderrTail, Stream, WarnBudget,
+};
 use super::quota::{Budgeted, WriteBudget};
 use crate::config::EnvGrant;
 use crate::config::env::EnvSource;
@@ -35,6 +38,8 @@ pub(crate) struct Grants {
     pub allowed_hosts: Vec<String>,
     /// Forward stdout/stderr to the log.
     pub forward_stdio: bool,
+    /// Where a copy of stdout/stderr goes (whether forwarded or not), with the exporter's name.
+    pub output_copy: Option<(Arc<str>, Arc<dyn GuestOutputSink>)>,
     /// Cap on all the instance's memories and tables together, bytes.
     pub memory_limit: usize,
     /// Prefix of forwarded log lines, e.g. `wasm exporter `vendor` rank 3`.
@@ -110,13 +115,19 @@ impl HostState {
                 grants.stderr_warnings.clone(),
             )
         };
-        if grants.forward_stdio {
-            b.stdout(stream(Stream::Stdout, "stdout"));
+        if grants.forward_stdio || grants.output_copy.is_some() {
+            b.stdout(
+                stream(Stream::Stdout, "stdout")
+                    .forwarding(grants.forward_stdio)
+                    .with_copy(grants.output_copy.clone()),
+            );
         }
         // Kept for a fault's message even when not forwarded.
         let stderr_tail = Arc::new(StderrTail::default());
         b.stderr(
-            stream(Stream::Stderr, "stderr").with_tail(stderr_tail.clone(), grants.forward_stdio),
+            stream(Stream::Stderr, "stderr")
+                .with_tail(stderr_tail.clone(), grants.forward_stdio)
+                .with_copy(grants.output_copy.clone()),
         );
         // No sockets: neither TCP, UDP nor name lookups (wasi:http does its own connections).
         b.allow_tcp(false)

@@ -211,6 +211,8 @@ fn export(batch: Batch) -> Result<(), String> {
             }
             "print" => {
                 println!("hello from the guest");
+                // A backslash and an `n`, not a newline: the log must tell them apart.
+                println!(r"C:\new\table");
                 eprintln!("{}", "x".repeat(5000));
                 print!("no newline at the end");
                 // A reactor never exits, so nothing flushes Rust's line-buffered stdout for it.

@@ -1,0 +1,187 @@
+//! `lens-exporter.toml`: what `lens new` writes and `lens build` reads.
+//!
+//! ```toml
+//! name = "my-exporter"            # the component: build/my-exporter.wasm
+//! language = "python"             # python, js or rust
+//! signals = ["spans", "metrics"]  # any of spans, metrics, logs
+//! sdk = "0.3.0"                   # the guest SDK (and WIT) version it is written against
+//! ```
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::sdk::SDK_VERSION;
+
+/// The manifest's file name, at the project's root.
+pub const MANIFEST: &str = "lens-exporter.toml";
+
+/// A project's language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    /// Python, built with componentize-py on the Python SDK.
+    Python,
+    /// JavaScript, bundled with rolldown and built with componentize-js on the JS SDK.
+    Js,
+    /// Rust, built with `cargo` for `wasm32-wasip2` on the Rust SDK.
+    Rust,
+}
+
+impl Language {
+    /// Its name in the manifest and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::Js => "js",
+            Language::Rust => "rust",
+        }
+    }
+}
+
+/// A signal an exporter serves.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ProjectSignal {
+    /// Spans (`span-exporter`).
+    Spans,
+    /// Metrics (`metric-exporter`).
+    Metrics,
+    /// Log records (`log-exporter`).
+    Logs,
+}
+
+impl fmt::Display for ProjectSignal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProjectSignal::Spans => "spans",
+            ProjectSignal::Metrics => "metrics",
+            ProjectSignal::Logs => "logs",
+        })
+    }
+}
+
+/// `lens-exporter.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The component's name: `build/<name>.wasm`. Letters, digits, `-` and `_`, starting with
+    /// a letter. Example: `name = "acme-exporter"`.
+    pub name: String,
+    /// The language. Example: `language = "python"`.
+    pub language: Language,
+    /// The signals it exports, each once: the component exports exactly these interfaces.
+    /// Example: `signals = ["spans", "logs"]`.
+    pub signals: Vec<ProjectSignal>,
+    /// The SDK version it is written against; must be the one this `lens` carries. Example:
+    /// `sdk = "0.3.0"`.
+    pub sdk: String,
+}
+
+impl Manifest {
+    /// Reads and checks `<dir>/lens-exporter.toml`; errors name the file.
+    pub fn load(dir: &Path) -> Result<Self, String> {
+        let path = dir.join(MANIFEST);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "{}: {e} (is {} a project made by `lens new`?)",
+                path.display(),
+                dir.display()
+            )
+        })?;
+        Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses and checks a manifest's text.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let m: Manifest = toml::from_str(text).map_err(|e| e.message().to_string())?;
+        m.validate()?;
+        Ok(m)
+    }
+
+    /// The checks beyond the types.
+    pub fn validate(&self) -> Result<(), String> {
+        check_name(&self.name)?;
+        if self.signals.is_empty() {
+            return Err("`signals` is empty: list at least one of spans, metrics, logs".into());
+        }
+        let mut seen = self.signals.clone();
+        seen.sort();
+        if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("`signals` lists `{}` twice", w[0]));
+        }
+        if self.sdk != SDK_VERSION {
+            return Err(format!(
+                "`sdk = \"{}\"`: this lens carries SDK {SDK_VERSION}; write `sdk = \
+                 \"{SDK_VERSION}\"` (and follow CHANGELOG.md for what changed) or use the lens \
+                 that made the project",
+                self.sdk
+            ));
+        }
+        Ok(())
+    }
+
+    /// The WIT world exporting exactly the manifest's signals.
+    pub fn world(&self) -> &'static str {
+        let has = |s| self.signals.contains(&s);
+        match (
+            has(ProjectSignal::Spans),
+            has(ProjectSignal::Metrics),
+            has(ProjectSignal::Logs),
+        ) {
+            (true, false, false) => "exporter",
+            (false, true, false) => "metrics",
+            (false, false, true) => "logs",
+            (true, true, false) => "spans-metrics",
+            (true, false, true) => "spans-logs",
+            (false, true, true) => "metrics-logs",
+            _ => "all-signals",
+        }
+    }
+
+    /// The component `lens build` writes: `<dir>/build/<name>.wasm`.
+    pub fn output(&self, dir: &Path) -> PathBuf {
+        dir.join("build").join(format!("{}.wasm", self.name))
+    }
+
+    /// The manifest's text, commented.
+    pub fn to_toml(&self) -> String {
+        let signals: Vec<String> = self.signals.iter().map(|s| format!("\"{s}\"")).collect();
+        format!(
+            "# Written by `lens new`, read by `lens build`.\n\
+             # The component: build/{name}.wasm\n\
+             name = \"{name}\"\n\
+             # python, js or rust\n\
+             language = \"{language}\"\n\
+             # Any of spans, metrics, logs: the component exports exactly these.\n\
+             signals = [{signals}]\n\
+             # The guest SDK (and WIT) version the exporter is written against.\n\
+             sdk = \"{sdk}\"\n",
+            name = self.name,
+            language = self.language.as_str(),
+            signals = signals.join(", "),
+            sdk = self.sdk,
+        )
+    }
+}
+
+/// A project name: what a file name, a Python module, an npm package and a Cargo package all
+/// accept.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`name = \"{name}\"`: a name is 1 to 64 letters, digits, `-` or `_`, starting with a \
+             letter (it names build/<name>.wasm and the package)"
+        ))
+    }
+}
