@@ -1,17 +1,20 @@
 // The Lens JavaScript guest SDK: write an exporter the way OpenTelemetry JS exporters are written
 // (a class with `export(items, resultCallback)`, `shutdown()`, `forceFlush()`) and receive the
 // objects those exporters receive — `ReadableSpan`s, `ResourceMetrics`, `ReadableLogRecord`s —
-// built from the host's OTLP/JSON batches. Build with componentize-js, which follows the import.
+// built from the host's OTLP/JSON batches. `lens build` bundles it (an npm package, imported as
+// `lens-exporter-sdk`) and builds the component with componentize-js.
 //
-//   import { exportSpans, ExportResultCode } from "./lens-exporter-sdk.js";
-//   class Stdout {
-//     export(spans, done) {
-//       for (const s of spans) console.log(s.name, s.spanContext().traceId);
-//       done({ code: ExportResultCode.SUCCESS });
-//     }
-//     shutdown() {}
+// ```js
+// import { exportSpans, ExportResultCode } from "lens-exporter-sdk";
+// class Stdout {
+//   export(spans, done) {
+//     for (const s of spans) console.log(s.name, s.spanContext().traceId);
+//     done({ code: ExportResultCode.SUCCESS });
 //   }
-//   export const spanExporter = exportSpans((settings, resource) => new Stdout());
+//   shutdown() {}
+// }
+// export const spanExporter = exportSpans((settings, resource) => new Stdout());
+// ```
 //
 // Differences from OpenTelemetry JS, all forced by the sandbox or by exactness:
 // - `export` must call `resultCallback` before it returns, and `shutdown`/`forceFlush` must
@@ -272,11 +275,38 @@ function adapter(factory, convert, extra) {
   };
 }
 
-/** The `spanExporter` export for exporters `factory(settings, resource)` builds. */
+/** The `spanExporter` export for exporters `factory(settings, resource)` builds: export it
+ * under that name. The exporter receives `ReadableSpan`s:
+ *
+ * ```js
+ * class Lines {
+ *   export(spans, done) {
+ *     for (const s of spans) console.log(s.name, s.spanContext().traceId);
+ *     done({ code: ExportResultCode.SUCCESS });
+ *   }
+ *   shutdown() {}
+ * }
+ * export const spanExporter = exportSpans((settings, resource) => new Lines());
+ * ```
+ */
 export const exportSpans = (factory) => adapter(factory, spans, { init: () => "otlp-json" });
 
-/** The `metricExporter` export: the exporter's `selectAggregationTemporality()` (if any) for a
- *  counter decides cumulative or delta aggregation. */
+/** The `metricExporter` export: the exporter receives `ResourceMetrics`; its
+ * `selectAggregationTemporality()` (if any) for a counter decides cumulative or delta
+ * aggregation:
+ *
+ * ```js
+ * class Points {
+ *   selectAggregationTemporality() { return AggregationTemporality.DELTA; }
+ *   export(rm, done) {
+ *     for (const sm of rm.scopeMetrics) for (const m of sm.metrics) console.log(m.descriptor.name, m.dataPoints.length);
+ *     done({ code: ExportResultCode.SUCCESS });
+ *   }
+ *   shutdown() {}
+ * }
+ * export const metricExporter = exportMetrics((settings) => new Points());
+ * ```
+ */
 export const exportMetrics = (factory) =>
   adapter(factory, resourceMetrics, {
     init: (ex) => ({
@@ -285,5 +315,17 @@ export const exportMetrics = (factory) =>
     }),
   });
 
-/** The `logExporter` export. */
+/** The `logExporter` export: the exporter receives `ReadableLogRecord`s:
+ *
+ * ```js
+ * class Records {
+ *   export(records, done) {
+ *     for (const r of records) console.log(r.severityText, r.body);
+ *     done({ code: ExportResultCode.SUCCESS });
+ *   }
+ *   shutdown() {}
+ * }
+ * export const logExporter = exportLogs((settings) => new Records());
+ * ```
+ */
 export const exportLogs = (factory) => adapter(factory, logRecords, { init: () => "otlp-json" });

@@ -102,20 +102,46 @@ fn workspace() -> tempfile::TempDir {
     dir
 }
 
+/// Every `lens` command of the docs' shell blocks runs and succeeds, in a workspace per block,
+/// following the block's `cd`s (a block that makes a project with `lens new` builds and checks
+/// it there, with the tools `guest-examples/build.sh` installed).
 #[test]
 fn every_lens_command_of_a_shell_block_runs() {
     let dir = workspace();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut ran = 0;
     for doc in DOCS {
         for block in blocks(doc).iter().filter(|b| b.lang() == "sh") {
+            // Each block starts in the workspace; a project it makes is its own.
+            let projects = tempfile::tempdir_in(dir.path()).unwrap();
+            let mut cwd = dir.path().to_path_buf();
             for line in block.text.lines() {
-                let Some(args) = line.trim().strip_prefix("lens ") else {
+                let mut line = line.split('#').next().unwrap().trim();
+                if let Some(rest) = line.strip_prefix("cd ") {
+                    let (to, then) = rest.split_once("&&").unwrap_or((rest, ""));
+                    cwd = cwd.join(to.trim());
+                    line = then.trim();
+                }
+                let Some(args) = line.strip_prefix("lens ") else {
                     continue;
                 };
-                let args = args.split('#').next().unwrap();
+                let mut args: Vec<&str> = args.split_whitespace().collect();
+                if args.first() == Some(&"new") {
+                    cwd = projects.path().to_path_buf();
+                }
+                // `--out` of a demo: the run folder stays in the workspace.
+                if args.first() == Some(&"demo") && !args.contains(&"--out") {
+                    args.extend(["--out", "demo-out"]);
+                }
                 let out = lens()
-                    .args(args.split_whitespace())
-                    .current_dir(dir.path())
+                    .args(&args)
+                    .current_dir(&cwd)
+                    .env("LENS_HOME", root.join("target/lens-test-home"))
+                    .env("LENS_TOOLS_DIR", root.join("guest-examples/.tools"))
+                    .env(
+                        "CARGO_TARGET_DIR",
+                        root.join("guest-examples/.tools/project-target"),
+                    )
                     .output()
                     .unwrap();
                 assert!(
@@ -129,7 +155,7 @@ fn every_lens_command_of_a_shell_block_runs() {
             }
         }
     }
-    assert!(ran >= 2, "{ran} commands");
+    assert!(ran >= 8, "{ran} commands");
     assert!(dir.path().join("out/spans.jsonl").exists());
 }
 

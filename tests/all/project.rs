@@ -289,7 +289,8 @@ fn sdk_sources() -> Vec<String> {
                 if !skipped.contains(&name.as_str()) {
                     walk.push(path);
                 }
-            } else if !["README.md", "test.sh", "Cargo.lock"].contains(&name.as_str())
+            } else if !["README.md", "test.sh", "Cargo.lock", "api_docs.py"]
+                .contains(&name.as_str())
                 && !name.ends_with(".pyc")
             {
                 files.push(rel);

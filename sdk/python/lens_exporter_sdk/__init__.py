@@ -10,9 +10,7 @@ componentize-py looks in the app module for one class per exported interface, na
 (`SpanExporter`, `MetricExporter`, `LogExporter`). Registering an exporter is binding that name
 to the adapter this package builds around your exporter's factory::
 
-    SpanExporter = lens_exporter_sdk.span_exporter(
-        lambda settings: MyBackendExporter(Client(settings))
-    )
+    SpanExporter = lens_exporter_sdk.span_exporter(lambda settings: MyExporter(settings))
 
 The factory receives the exporter's `settings` table (a `dict` of strings; its `resource`
 attribute is the rank's OpenTelemetry `Resource`) and is called once per instance, when the host
@@ -149,7 +147,22 @@ def _call_export(exporter, items):
 
 
 def span_exporter(factory):
-    """The `SpanExporter` component class for exporters `factory(settings)` builds."""
+    """The `SpanExporter` component class for exporters `factory(settings)` builds: bind it to
+    the name `SpanExporter` in the app module. The exporter receives `ReadableSpan`s::
+
+        from opentelemetry.sdk.trace.export import SpanExporter as OtelSpanExporter
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+
+        class Lines(OtelSpanExporter):
+            def export(self, spans):
+                for s in spans:
+                    print(s.name, f"{s.context.trace_id:032x}", dict(s.attributes))
+                return SpanExportResult.SUCCESS
+
+
+        SpanExporter = lens_exporter_sdk.span_exporter(lambda settings: Lines())
+    """
     from wit_world import exports
     from wit_world.imports import types
 
@@ -165,9 +178,36 @@ def span_exporter(factory):
 
 
 def metric_exporter(factory):
-    """The `MetricExporter` component class for exporters `factory(settings)` builds. The
-    exporter's preferred temporality for counters (`preferred_temporality`) decides whether
-    the host aggregates cumulatively or in deltas."""
+    """The `MetricExporter` component class for exporters `factory(settings)` builds: bind it
+    to the name `MetricExporter`. The exporter receives `MetricsData`; its preferred temporality
+    for counters (`preferred_temporality`) decides whether the host aggregates cumulatively or
+    in deltas::
+
+        from opentelemetry.sdk.metrics import Counter
+        from opentelemetry.sdk.metrics.export import AggregationTemporality, MetricExportResult
+        from opentelemetry.sdk.metrics.export import MetricExporter as OtelMetricExporter
+
+
+        class Points(OtelMetricExporter):
+            def __init__(self):
+                super().__init__(preferred_temporality={Counter: AggregationTemporality.DELTA})
+
+            def export(self, metrics_data, timeout_millis=10_000, **kwargs):
+                for rm in metrics_data.resource_metrics:
+                    for sm in rm.scope_metrics:
+                        for m in sm.metrics:
+                            print(m.name, len(m.data.data_points))
+                return MetricExportResult.SUCCESS
+
+            def force_flush(self, timeout_millis=10_000):
+                return True
+
+            def shutdown(self, timeout_millis=30_000, **kwargs):
+                pass
+
+
+        MetricExporter = lens_exporter_sdk.metric_exporter(lambda settings: Points())
+    """
     from opentelemetry.sdk.metrics import Counter
     from opentelemetry.sdk.metrics.export import AggregationTemporality
     from wit_world import exports
@@ -196,7 +236,25 @@ def metric_exporter(factory):
 
 
 def log_exporter(factory):
-    """The `LogExporter` component class for exporters `factory(settings)` builds."""
+    """The `LogExporter` component class for exporters `factory(settings)` builds: bind it to
+    the name `LogExporter`. The exporter receives `ReadableLogRecord`s::
+
+        from opentelemetry.sdk._logs.export import LogExporter as OtelLogExporter
+        from opentelemetry.sdk._logs.export import LogRecordExportResult
+
+
+        class Records(OtelLogExporter):
+            def export(self, batch):
+                for r in batch:
+                    print(r.log_record.severity_text, r.log_record.body)
+                return LogRecordExportResult.SUCCESS
+
+            def shutdown(self):
+                pass
+
+
+        LogExporter = lens_exporter_sdk.log_exporter(lambda settings: Records())
+    """
     from wit_world import exports
     from wit_world.imports import log_types, types
 

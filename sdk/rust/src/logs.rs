@@ -6,6 +6,30 @@ pub use crate::bindings::logs::lens::exporter::log_types::{AnyValue, LogRecord, 
 use crate::export::{Config, Encoding, ExportResult};
 
 /// A log exporter: OpenTelemetry's `LogExporter`, as a Lens guest.
+///
+/// ```no_run
+/// use lens_exporter_sdk::logs::AnyValue;
+/// use lens_exporter_sdk::{Config, ExportResult, LogBatch, LogExporter};
+///
+/// struct Records;
+///
+/// impl LogExporter for Records {
+///     fn new(_config: Config) -> Result<Self, String> {
+///         Ok(Records)
+///     }
+///
+///     fn export(&mut self, batch: LogBatch<'_>) -> ExportResult {
+///         for record in batch.records() {
+///             if let AnyValue::String(body) = &record.body {
+///                 println!("{} {body}", record.severity_text.as_deref().unwrap_or("-"));
+///             }
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// lens_exporter_sdk::export!(logs: Records);
+/// ```
 pub trait LogExporter: Sized + 'static {
     /// Builds the exporter from its settings and the rank's resource.
     fn new(config: Config) -> Result<Self, String>;

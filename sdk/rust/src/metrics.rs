@@ -26,6 +26,37 @@ impl Config {
 
 /// A metric exporter: OpenTelemetry's `PushMetricExporter`, as a Lens guest. The host's periodic
 /// reader calls `export` once per interval with every instrument's data.
+///
+/// ```no_run
+/// use lens_exporter_sdk::metrics::{MetricData, Temporality};
+/// use lens_exporter_sdk::{Config, ExportResult, MetricBatch, MetricExporter};
+///
+/// struct Points;
+///
+/// impl MetricExporter for Points {
+///     fn new(_config: Config) -> Result<Self, String> {
+///         Ok(Points)
+///     }
+///
+///     fn temporality(&self) -> Temporality {
+///         Temporality::Delta
+///     }
+///
+///     fn export(&mut self, batch: MetricBatch<'_>) -> ExportResult {
+///         let MetricBatch::Scopes(scopes) = batch else {
+///             return Ok(());
+///         };
+///         for metric in scopes.iter().flat_map(|s| &s.metrics) {
+///             if let MetricData::Sum(sum) = &metric.data {
+///                 println!("{} {} points", metric.name, sum.data_points.len());
+///             }
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// lens_exporter_sdk::export!(metrics: Points);
+/// ```
 pub trait MetricExporter: Sized + 'static {
     /// Builds the exporter from its settings and the rank's resource.
     fn new(config: Config) -> Result<Self, String>;

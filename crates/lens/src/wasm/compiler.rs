@@ -14,7 +14,7 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -112,6 +112,10 @@ fn request_header(fuel: bool) -> String {
     format!("lens-compile 1 fuel={}\n", u8::from(fuel))
 }
 
+/// The variable naming, for a worker, the directory of compiled functions it reuses and adds
+/// to (the cache's `functions/`, [`super::cache::functions`]).
+const FUNCTIONS_VAR: &str = "LENS_COMPILE_FUNCTIONS_DIR";
+
 /// Compiles `wasm` for `engine` into an artefact for `Component::deserialize`: in the worker
 /// when there is one, under `bounds`, else here.
 pub fn precompile(
@@ -119,13 +123,24 @@ pub fn precompile(
     wasm: &[u8],
     bounds: CompileBounds,
 ) -> Result<Vec<u8>, CompileError> {
+    precompile_reusing(engine, wasm, bounds, None)
+}
+
+/// [`precompile`]; in a worker, reusing the compiled functions in `functions` (a trusted
+/// directory of the cache) where the component's are the same, and adding the others.
+pub fn precompile_reusing(
+    engine: &Engine,
+    wasm: &[u8],
+    bounds: CompileBounds,
+    functions: Option<&Path>,
+) -> Result<Vec<u8>, CompileError> {
     let Some((program, args)) = WORKER.get() else {
         return engine
             .precompile_component(wasm)
             .map_err(|e| CompileError::Refused(format!("{e:#}")));
     };
     let fuel = super::engine::uses_fuel(engine);
-    let mut child = match spawn(program, args, bounds) {
+    let mut child = match spawn(program, args, bounds, functions) {
         Ok(child) => child,
         // No process to spare (a process limit, the program gone): the compile happens here,
         // still behind the structure limits, rather than the rank losing its exporter.
@@ -245,11 +260,16 @@ fn spawn(
     program: &PathBuf,
     args: &[OsString],
     bounds: CompileBounds,
+    functions: Option<&Path>,
 ) -> Result<std::process::Child, CompileError> {
     use std::os::unix::process::CommandExt;
     let data = bounds.memory_mib.saturating_mul(1 << 20);
     let cpu = bounds.timeout.as_secs().max(1);
     let mut command = Command::new(program);
+    match functions {
+        Some(dir) => command.env(FUNCTIONS_VAR, dir),
+        None => command.env_remove(FUNCTIONS_VAR),
+    };
     command
         .args(args)
         .stdin(Stdio::piped())
@@ -302,7 +322,10 @@ pub fn serve_worker() -> u8 {
             return 2;
         }
     };
-    let engine = match super::engine::compile_only_engine(fuel) {
+    let functions = std::env::var_os(FUNCTIONS_VAR)
+        .map(PathBuf::from)
+        .and_then(super::cache::functions::FunctionCache::open);
+    let engine = match super::engine::compile_only_engine(fuel, functions) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("{e}");

@@ -62,9 +62,20 @@ pub fn uses_fuel(engine: &Engine) -> bool {
 }
 
 /// An engine with the exporters' settings and no epoch ticker: what a compile worker
-/// ([`super::compiler`]) compiles with, so that its artefacts load in the ranks' engines.
-pub fn compile_only_engine(fuel: bool) -> Result<Engine, String> {
-    Engine::new(&config(fuel)).map_err(|e| format!("{e:#}"))
+/// ([`super::compiler`]) compiles with, so that its artefacts load in the ranks' engines;
+/// with `functions`, Cranelift reuses the functions compiled before (the code is the same as
+/// compiled afresh: only the work is saved).
+pub fn compile_only_engine(
+    fuel: bool,
+    functions: Option<super::cache::functions::FunctionCache>,
+) -> Result<Engine, String> {
+    let mut config = config(fuel);
+    if let Some(store) = functions {
+        config
+            .enable_incremental_compilation(std::sync::Arc::new(store))
+            .map_err(|e| format!("{e:#}"))?;
+    }
+    Engine::new(&config).map_err(|e| format!("{e:#}"))
 }
 
 /// Epoch ticks covering `timeout` (at least one).

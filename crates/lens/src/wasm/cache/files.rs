@@ -32,6 +32,16 @@ pub(super) fn sidecar(index: &Path, artifact: &Path, kind: &str) -> std::path::P
 /// other hosts sharing the directory, a counter for threads), so no two writers share one; it
 /// is removed if the write fails.
 pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_through_rename(path, bytes, true)
+}
+
+/// [`write_atomically`] without syncing the file to disk first: for entries whose damage a
+/// digest detects, where a crash may lose them but never passes a torn one off as whole.
+pub(super) fn write_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_through_rename(path, bytes, false)
+}
+
+fn write_through_rename(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     static WRITES: AtomicUsize = AtomicUsize::new(0);
     static NONCE: OnceLock<u64> = OnceLock::new();
     let nonce = NONCE.get_or_init(|| std::hash::RandomState::new().build_hasher().finish());
@@ -48,7 +58,9 @@ pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
             .mode(0o600)
             .open(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if sync {
+            f.sync_all()?;
+        }
         fs::rename(&tmp, path)
     })();
     if written.is_err() {

@@ -18,6 +18,8 @@
 //!
 //! - `index/<artefact name>.refused`: a compile that ran out of its memory or time bound,
 //!   which the ranks waiting for the same entry then do not repeat (`refusal`).
+//! - `functions/`: compiled functions the compile worker reuses across components that share
+//!   code (`functions`), pruned to a quarter of `max_mb`.
 //! - `index/<artefact name>.integrity`: the BLAKE3 digest and length of each artefact as
 //!   written (`integrity`). An artefact is checked against it before it is mapped; one that
 //!   differs is reported once (naming the file), compiled again and replaced.
@@ -32,6 +34,7 @@
 //! (`LENS_WASM_CACHE_MAX_MB`, default 2048) after each new artefact, least recently used first.
 
 mod files;
+pub mod functions;
 mod integrity;
 mod refusal;
 
@@ -376,16 +379,23 @@ impl ArtifactCache {
             return Err(refused.into());
         }
         self.misses.fetch_add(1, Relaxed);
-        let (component, compiled) = super::compiler::precompile(engine, file.wasm, file.bounds)
-            .inspect_err(|e| {
-                if self.trusted() && private_dir(&index).is_ok() {
-                    refusal::record(&index, &artifact, e);
-                }
-            })
-            .map_err(LoadError::from)
-            .and_then(|artefact| super::compiler::load_artefact(engine, artefact))?;
-        if self.trusted() {
+        let functions = self.trusted().then(|| functions::dir(&self.dir));
+        let (component, compiled) = super::compiler::precompile_reusing(
+            engine,
+            file.wasm,
+            file.bounds,
+            functions.as_deref(),
+        )
+        .inspect_err(|e| {
+            if self.trusted() && private_dir(&index).is_ok() {
+                refusal::record(&index, &artifact, e);
+            }
+        })
+        .map_err(LoadError::from)
+        .and_then(|artefact| super::compiler::load_artefact(engine, artefact))?;
+        if let Some(functions) = &functions {
             refusal::clear(&index, &artifact);
+            functions::prune(functions, self.max_bytes / 4);
         }
         if let Err(e) = self.store(&artifact, &compiled, file) {
             log::warn!(
