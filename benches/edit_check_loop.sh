@@ -2,12 +2,14 @@
 # The edit–check loop of an exporter author, per language, with a release `lens`:
 #   first:  `lens new` → `lens build` → `lens check` (an empty compilation cache: a cold compile)
 #   edit:   change one line → `lens build` → `lens check --quick`, three times
+# With LOOP_BASELINE=1 the compilation cache's compiled functions are removed before each
+# edit's check: every edit then compiles from scratch, as before that cache existed.
 # Toolchains are installed beforehand (their one-time install is timed by `lens build` itself
 # and reported apart). Each language gets a fresh Lens home and compilation cache.
 #   benches/edit_check_loop.sh [lens binary] [python js rust]
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-lens="${1:-$here/target/release/lens}"
+lens="$(realpath "${1:-$here/target/release/lens}")"
 shift || true
 langs=("$@")
 [ ${#langs[@]} -eq 0 ] && langs=(python js rust)
@@ -43,6 +45,7 @@ assert old in text, (old, path)
 open(path, "w").write(text.replace(old, new, 1))
 EOF
     from="$new"
+    [ "${LOOP_BASELINE:-}" = 1 ] && rm -rf "$LENS_WASM_CACHE_DIR/functions"
     t1=$(now)
     "$lens" build >/dev/null 2>&1
     b=$(since "$t1")
