@@ -120,7 +120,7 @@ fn install(args: &RankArgs) -> Result<TelemetryHandle, lens::LensError> {
         .and_then(|r| r.parse().ok())
         .unwrap_or(0);
     Telemetry::builder(rank_config(args.config.as_deref(), &args.out)?)
-        .guest_output(GuestOutputCopy::Dir(guest_output_dir(&args.out, rank)))
+        .guest_output(GuestOutputCopy::dir(guest_output_dir(&args.out, rank)))
         .install()
 }
 

@@ -69,7 +69,8 @@ fn install_once(
     }
     let parent = dir.parent().expect("a tool directory has a parent");
     std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    let lock = dir.with_extension("lock");
+    let name = dir.file_name().expect("a tool directory has a name");
+    let lock = parent.join(format!("{}.lock", name.to_string_lossy()));
     let waited = Instant::now();
     loop {
         match std::fs::OpenOptions::new()

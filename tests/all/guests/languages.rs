@@ -65,7 +65,7 @@ fn run(
         .world_size(8)
         .env(HashMap::<String, String>::new())
         .install_global(false)
-        .guest_output(GuestOutputCopy::Dir(printed.path().into()))
+        .guest_output(GuestOutputCopy::dir(printed.path()))
         .install()
         .unwrap();
     let native_path = dir.path().join("native.jsonl");

@@ -160,7 +160,7 @@ fn a_copy_of_guest_output_is_byte_for_byte_whatever_the_log_shows() {
         let mut s = spec(HOSTILE, &[("mode", mode)]);
         // The copy does not depend on forwarding.
         s.forward_stdio = Some(false);
-        let copy = GuestOutputCopy::Dir(dir.path().into());
+        let copy = GuestOutputCopy::dir(dir.path());
         let (e, _) = WasmSpanExporter::from_config_with_output(name, &s, &resource, copy).unwrap();
         let _ = export(&e, &["a"]);
         drop(e);

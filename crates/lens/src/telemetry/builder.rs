@@ -77,7 +77,7 @@ impl TelemetryBuilder {
     }
 
     /// Where a copy of the wasm exporters' guest stdout and stderr goes, byte for byte, besides
-    /// the log: e.g. `GuestOutputCopy::Dir(run_dir)` writes `<exporter>.stdout` and
+    /// the log: e.g. `GuestOutputCopy::dir(run_dir)` writes `<exporter>.stdout` and
     /// `<exporter>.stderr` there (what `lens demo` does per rank). Default: none.
     pub fn guest_output(mut self, copy: crate::wasm::GuestOutputCopy) -> Self {
         self.injected.guest_output = copy;

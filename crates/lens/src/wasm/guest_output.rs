@@ -180,25 +180,28 @@ pub enum GuestOutputCopy {
     /// None (the default): the log only.
     #[default]
     None,
-    /// Into `<dir>/<exporter>.stdout` and `<dir>/<exporter>.stderr` ([`GuestOutputFiles`]).
-    Dir(std::path::PathBuf),
-    /// Into a sink of the caller's.
+    /// Into a sink, shared by every exporter of the installation.
     Sink(Arc<dyn GuestOutputSink>),
 }
 
 impl GuestOutputCopy {
+    /// Into `<dir>/<exporter>.stdout` and `<dir>/<exporter>.stderr` ([`GuestOutputFiles`]):
+    /// one file per exporter name and stream, whichever signals its entries serve.
+    pub fn dir(dir: impl Into<std::path::PathBuf>) -> Self {
+        GuestOutputCopy::Sink(Arc::new(GuestOutputFiles::new(dir.into())))
+    }
+
     /// The sink to copy into, if any.
     pub(crate) fn sink(&self) -> Option<Arc<dyn GuestOutputSink>> {
         match self {
             GuestOutputCopy::None => None,
-            GuestOutputCopy::Dir(dir) => Some(Arc::new(GuestOutputFiles::new(dir.clone()))),
             GuestOutputCopy::Sink(s) => Some(s.clone()),
         }
     }
 }
 
 /// Guest output into files, `<dir>/<exporter>.stdout` and `.stderr`, appended, each cut at
-/// [`MAX_COPY_FILE_BYTES`] (with a last line saying so). The directory is made on the first
+/// [`MAX_COPY_FILE_BYTES`] (with a last line saying so) across all the exporter's instances. The directory is made on the first
 /// write; a file that cannot be written is reported once in the log and left.
 #[derive(Debug)]
 pub struct GuestOutputFiles {
@@ -519,6 +522,35 @@ mod tests {
         assert_eq!(
             escape("a\u{202e}b\u{7f}c\u{85}"),
             "a\\u{202e}b\\u{7f}c\\u{85}"
+        );
+    }
+
+    #[test]
+    fn copies_go_to_one_file_per_exporter_and_stream_named_safely() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = GuestOutputCopy::dir(dir.path());
+        let sink = copy.sink().unwrap();
+        // Two entries of one exporter (two signals), and a name that would leave the folder.
+        copy.sink()
+            .unwrap()
+            .write("acme", Stream::Stdout, b"spans\n");
+        sink.write("acme", Stream::Stdout, b"logs\n");
+        sink.write("acme", Stream::Stderr, b"oops");
+        sink.write("../up", Stream::Stdout, b"x");
+        let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+        assert_eq!(read("acme.stdout"), "spans\nlogs\n");
+        assert_eq!(read("acme.stderr"), "oops");
+        assert_eq!(read(".._up.stdout"), "x");
+        let buffer = GuestOutputBuffer::default();
+        buffer.write("b", Stream::Stderr, &vec![b'e'; MAX_COPY_BUFFER_BYTES + 10]);
+        let [out, err] = buffer.take();
+        assert_eq!(
+            (out.bytes.len(), err.bytes.len(), err.cut),
+            (0, MAX_COPY_BUFFER_BYTES, 10)
+        );
+        assert_eq!(
+            buffer.take(),
+            [CopyBuffer::default(), CopyBuffer::default()]
         );
     }
 
