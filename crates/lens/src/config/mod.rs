@@ -167,7 +167,8 @@ pub struct WasmCacheConfig {
     /// Its directory (created private to the user). Unset: `$XDG_CACHE_HOME/lens/wasm`, else
     /// `~/.cache/lens/wasm`. Example: `dir = "/scratch/lens-wasm-cache"`.
     pub dir: Option<PathBuf>,
-    /// Size limit in MiB; the least recently used artefacts are removed beyond it.
+    /// Size limit in MiB; the least recently used artefacts are removed beyond it (the compiled
+    /// functions the compile worker reuses, `functions/`, have a quarter of it besides).
     /// Example: `max_mb = 4096`.
     pub max_mb: u64,
 }
