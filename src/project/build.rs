@@ -114,7 +114,7 @@ fn python(
         if !stamped(&stamp, &wanted) {
             let _ = std::fs::remove_dir_all(&deps);
             let started = Instant::now();
-            tools::pip_target(&t.pip, &requirements, &deps)?;
+            tools::pip_target(&t.pip, &requirements, &deps, true)?;
             std::fs::write(&stamp, &wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
             eprintln!(
                 "  installed requirements.txt: {:.1} s",

@@ -158,7 +158,7 @@ fn readme(m: &Manifest) -> String {
         Language::Python => "Extra pure-Python packages go in `requirements.txt` (bundled into \
                              the component by `lens build`). For an editor's completion and \
                              unit tests outside the sandbox, `pip install` the SDK folder \
-                             `lens build` prints."
+                             `lens new` printed."
             .to_string(),
         Language::Js => "Extra npm packages go in `package.json` (`lens build` runs `npm \
                          install` and bundles them with rolldown; no Node.js APIs exist in the \
@@ -241,8 +241,10 @@ pub fn files(m: &Manifest, sdk: &InstalledSdk) -> Vec<ProjectFile> {
     match m.language {
         Language::Python => files.push((
             "requirements.txt",
-            "# Extra pure-Python packages for the exporter, one per line (bundled into the \
-             component by `lens build`;\n# packages with native code cannot run in the sandbox).\n"
+            "# Extra pure-Python packages for the exporter, one per line, as pip reads them: `lens \
+             build` installs them\n# (with their dependencies) into build/python-deps and \
+             bundles them into the component;\n# packages with native code cannot run in the \
+             sandbox.\n"
                 .to_string(),
         )),
         Language::Js => files.push((

@@ -168,7 +168,7 @@ pub fn python(tools: &Path, requirements: &Path) -> Result<PythonTools, String> 
         std::fs::read(requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
     let sdk_deps = tools.join(format!("python-sdk-deps-{}", short_digest(&text)));
     install_once(&sdk_deps, "the Python SDK's dependencies", |dir| {
-        pip_target(&pip, requirements, dir)
+        pip_target(&pip, requirements, dir, false)
     })?;
     Ok(PythonTools {
         componentize_py: venv.join("bin/componentize-py"),
@@ -177,24 +177,23 @@ pub fn python(tools: &Path, requirements: &Path) -> Result<PythonTools, String> 
     })
 }
 
-/// `pip install --no-deps --target dir -r requirements`: pure-Python packages for a component
-/// (componentize-py bundles what is on its path; nothing is resolved inside the sandbox).
-pub fn pip_target(pip: &Path, requirements: &Path, dir: &Path) -> Result<(), String> {
-    run(
-        &format!("installing {}", requirements.display()),
-        Command::new(pip)
-            .args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-deps",
-            ])
-            .arg("--target")
-            .arg(dir)
-            .arg("-r")
-            .arg(requirements),
-    )
-    .map(drop)
+/// `pip install --target dir -r requirements`: pure-Python packages for a component
+/// (componentize-py bundles what is on its path; nothing is resolved inside the sandbox). The
+/// SDK's list is complete and pinned (`resolve = false`: `--no-deps`); a project's own list has
+/// its packages' dependencies resolved.
+pub fn pip_target(
+    pip: &Path,
+    requirements: &Path,
+    dir: &Path,
+    resolve: bool,
+) -> Result<(), String> {
+    let mut cmd = Command::new(pip);
+    cmd.args(["install", "--quiet", "--disable-pip-version-check"]);
+    if !resolve {
+        cmd.arg("--no-deps");
+    }
+    cmd.arg("--target").arg(dir).arg("-r").arg(requirements);
+    run(&format!("installing {}", requirements.display()), &mut cmd).map(drop)
 }
 
 /// The JavaScript toolchain.

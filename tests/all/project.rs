@@ -153,7 +153,7 @@ fn a_rust_project_with_every_signal_builds_runs_in_the_demo_and_writes_its_outpu
 }
 
 #[test]
-fn a_python_exporter_missing_a_signal_s_class_is_named_by_the_build() {
+fn a_python_project_missing_a_signal_s_class_is_told_and_its_own_packages_are_bundled() {
     let outside = tempfile::tempdir().unwrap();
     ok(lens_in(outside.path()).args(["new", "python", "half", "--signals", "spans"]));
     let project = outside.path().join("half");
@@ -178,6 +178,23 @@ fn a_python_exporter_missing_a_signal_s_class_is_named_by_the_build() {
         ),
         "{said}"
     );
+    // Back to spans only, with a package of its own (resolved with its dependencies and
+    // bundled by `lens build`) that the exporter uses.
+    std::fs::write(&manifest, &written).unwrap();
+    std::fs::write(project.join("requirements.txt"), "six==1.17.0\n").unwrap();
+    let app = project.join("app.py");
+    let source = std::fs::read_to_string(&app).unwrap();
+    let source = source
+        .replace("import sys\n", "import sys\n\nimport six\n")
+        .replace(
+            "settings.get(\"prefix\", \"span\")",
+            "six.ensure_str(settings.get(\"prefix\", \"six-span\"))",
+        );
+    std::fs::write(&app, source).unwrap();
+    ok(lens_in(&project).arg("build"));
+    assert!(project.join("build/python-deps/six.py").exists());
+    let report = ok(lens_in(&project).args(["check", "build/half.wasm", "--quick"]));
+    assert!(report.contains("stdout | six-span rank=0 one "), "{report}");
 }
 
 /// Bad manifests, each with the message `lens build` gives.
