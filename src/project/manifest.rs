@@ -30,6 +30,15 @@ pub enum Language {
 }
 
 impl Language {
+    /// Its name in prose.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Language::Python => "Python",
+            Language::Js => "JavaScript",
+            Language::Rust => "Rust",
+        }
+    }
+
     /// Its name in the manifest and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -91,7 +91,7 @@ fn new(args: &NewArgs) -> Result<(), (u8, String)> {
     let signals: Vec<String> = manifest.signals.iter().map(|s| s.to_string()).collect();
     println!(
         "Created {} exporter `{}` ({}) in {}",
-        manifest.language.as_str(),
+        manifest.language.display_name(),
         manifest.name,
         signals.join(", "),
         args.dir.display()

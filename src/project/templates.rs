@@ -190,7 +190,7 @@ fn readme(m: &Manifest) -> String {
             .map(|s| s.to_string())
             .collect::<Vec<_>>()
             .join(", "),
-        language = m.language.as_str(),
+        language = m.language.display_name(),
     )
 }
 
