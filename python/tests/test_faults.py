@@ -128,7 +128,13 @@ def test_a_retry_storm_is_bounded_by_the_export_budget_and_flush_by_its_timeout(
     # A flush while another export retries: it gives up at its timeout.
     busy = threading.Thread(target=exporter.export, args=(spans,))
     busy.start()
-    time.sleep(0.2)
+    # Until that export is under way (counted on entry; it then retries for its 1 s budget):
+    # a fixed sleep let a loaded machine flush before it started.
+    deadline = time.monotonic() + 5
+    while exporter.stats()["received"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert exporter.stats()["received"] == 2
+    time.sleep(0.05)
     started = time.monotonic()
     assert exporter.force_flush(timeout_millis=200) is False
     assert time.monotonic() - started < 2
