@@ -12,6 +12,7 @@ mod app;
 mod encoders;
 mod export;
 mod outage;
+mod reload;
 mod report;
 mod seed;
 mod signals;
@@ -127,8 +128,8 @@ struct Row {
 /// signals, encoders, seed, startup; repeatable) runs some sections and prints them without touching
 /// `docs/`; `--guest SUBSTRING` narrows the export section to matching rows; `--batches N` sets
 /// its number of batches (for profiling). `--only soak [--soak-s SECONDS]` runs the soak of a
-/// guest blocking in every call, `--only outage` a run through a collector outage (neither is
-/// part of a full run).
+/// guest blocking in every call, `--only outage` a run through a collector outage, `--only
+/// reload` the export gap around a hot reload (none of them is part of a full run).
 struct Opts {
     quick: bool,
     only: Vec<String>,
@@ -214,6 +215,9 @@ fn main() {
     }
     if opts.only.iter().any(|s| s == "outage") {
         outage::outage(&opts, &mut rows);
+    }
+    if opts.only.iter().any(|s| s == "reload") {
+        reload::reload(&opts, &builtin, dir, &mut rows);
     }
     let mem = "Peak linear memory per exporter instance, MiB";
     rows.extend(memory.into_iter().map(|(name, bytes)| Row {

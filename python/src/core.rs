@@ -145,6 +145,8 @@ pub fn stats_json(stats: &ExporterStats, mode: &str) -> String {
         "guest_errors": s.guest_errors,
         "traps": s.traps.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         "restarts": s.restarts,
+        "reloads": s.reloads,
+        "component_sha256": s.component_sha256,
         "latency_p50_ms": s.latency_p50.as_secs_f64() * 1000.0,
         "latency_p99_ms": s.latency_p99.as_secs_f64() * 1000.0,
         "peak_memory_bytes": s.peak_memory_bytes,

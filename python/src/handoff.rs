@@ -15,7 +15,13 @@ use lens::trace::{BatchSpanProcessor, ExporterStats};
 use lens::wasm::{WasmLogExporter, WasmMetricExporter, WasmSpanExporter};
 use pyo3::prelude::*;
 
-use crate::core::{Entry, ResourceFollower, stats_json};
+use std::path::Path;
+
+use lens::config::WasmExporterSpec;
+use lens::wasm::Reloaded;
+use lens::{LensError, Signal};
+
+use crate::core::{Entry, ResourceFollower, load_error, stats_json};
 use crate::following::{Following, Resourced};
 
 /// Lens's batch processor of one signal, as the hand-off drives it.
@@ -47,6 +53,7 @@ pub trait Guest: Resourced + Send + Sync + 'static {
     fn flush_within(&self, timeout: Duration) -> OTelSdkResult;
     fn shut_down(&self, timeout: Duration) -> OTelSdkResult;
     fn encoding(&self) -> Option<&'static str>;
+    fn reload(&self, spec: &WasmExporterSpec) -> Result<Reloaded, LensError>;
 }
 
 macro_rules! guest {
@@ -60,6 +67,9 @@ macro_rules! guest {
             }
             fn encoding(&self) -> Option<&'static str> {
                 <$ty>::encoding(self)
+            }
+            fn reload(&self, spec: &WasmExporterSpec) -> Result<Reloaded, LensError> {
+                <$ty>::reload(self, spec)
             }
         }
     };
@@ -79,6 +89,8 @@ pub struct Core<E, Q> {
     resource: Mutex<ResourceFollower>,
     shut_down: AtomicBool,
     shutdown_timeout: Duration,
+    /// The entry the guest runs now (a reload by `.wasm` path changes its file only).
+    spec: Mutex<WasmExporterSpec>,
 }
 
 impl<E: Guest, Q: Queue> Core<E, Q> {
@@ -96,6 +108,7 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
         Self {
             queue: queue.map(|make| make(following.clone())),
             shutdown_timeout: Duration::from_millis(entry.batch.shutdown_timeout_ms),
+            spec: Mutex::new(entry.spec),
             name: entry.name,
             following,
             stats,
@@ -190,6 +203,25 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
         result.err().map(|e| e.to_string())
     }
 
+    /// Replaces the guest's component while batches flow (see `lens::wasm::reload`): `source`
+    /// is a `.wasm` file (the running entry with that file) or a Lens TOML file (its wasm entry
+    /// of `signal` named like this exporter). The new component's SHA-256; an error naming the
+    /// file and the step leaves the running one in place.
+    pub fn reload(&self, py: Python<'_>, source: &Path, signal: Signal) -> PyResult<String> {
+        let spec = if source.extension().is_some_and(|e| e == "toml") {
+            Entry::from_config(source, Some(&self.name), signal)?.spec
+        } else {
+            let mut spec = self.spec.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            spec.path = source.to_path_buf();
+            spec
+        };
+        let reloaded = py
+            .detach(|| self.following.with(|e| e.reload(&spec)))
+            .map_err(load_error)?;
+        *self.spec.lock().unwrap_or_else(|p| p.into_inner()) = spec;
+        Ok(reloaded.sha256)
+    }
+
     pub fn stats_json(&self) -> String {
         let mode = if self.queue.is_some() {
             "hand-off"
@@ -255,6 +287,12 @@ macro_rules! core_methods {
 
             fn stats_json(&self) -> String {
                 self.0.stats_json()
+            }
+
+            /// Replaces the component while batches flow: `source` is a `.wasm` file or a
+            /// Lens TOML file; the new component's SHA-256.
+            fn reload(&self, py: Python<'_>, source: std::path::PathBuf) -> PyResult<String> {
+                self.0.reload(py, &source, $signal)
             }
         }
     };

@@ -75,6 +75,16 @@ fn prepare(args: &DemoArgs) -> Result<Job, String> {
             args.ranks
         ));
     }
+    if let Some(file) = &args.reload_config {
+        LensConfig::load(Some(file)).map_err(|e| format!("--reload-config: {e}"))?;
+    }
+    if let Some(after) = args.reload_after_s
+        && !(after.is_finite() && after >= 0.0)
+    {
+        return Err(format!(
+            "--reload-after-s ({after}) must be a number of seconds, 0 or more"
+        ));
+    }
     if let Some(file) = &args.config {
         let config = LensConfig::load(Some(file)).map_err(|e| e.to_string())?;
         if !config.enabled {
@@ -123,18 +133,27 @@ fn prepare(args: &DemoArgs) -> Result<Job, String> {
 /// A component that does not load is left to the ranks to report (each applies its entry's
 /// `on_setup_failure`).
 fn warm_cache(args: &DemoArgs, job: &Job) {
-    let Ok(config) = super::rank::rank_config(args.config.as_deref(), &job.out) else {
-        return; // checked by `prepare`; the ranks say it again
-    };
     let started = Instant::now();
-    let Ok(warmed) = lens::wasm::warm_cache(&config, &lens::config::env::ProcessEnv) else {
-        return; // the cache is off: each rank compiles
-    };
-    let compiled: Vec<String> = warmed
-        .iter()
-        .filter(|w| matches!(w.outcome, Ok(false)))
-        .map(|w| w.exporters.join(", "))
-        .collect();
+    // The reload's components too: the ranks then swap them in without compiling.
+    let files = [
+        Some(args.config.as_deref()),
+        args.reload_config.as_deref().map(Some),
+    ];
+    let mut compiled: Vec<String> = Vec::new();
+    for file in files.into_iter().flatten() {
+        let Ok(config) = super::rank::rank_config(file, &job.out) else {
+            continue; // checked by `prepare`; the ranks say it again
+        };
+        let Ok(warmed) = lens::wasm::warm_cache(&config, &lens::config::env::ProcessEnv) else {
+            return; // the cache is off: each rank compiles
+        };
+        compiled.extend(
+            warmed
+                .iter()
+                .filter(|w| matches!(w.outcome, Ok(false)))
+                .map(|w| w.exporters.join(", ")),
+        );
+    }
     if !compiled.is_empty() {
         println!(
             "compiled {} into the cache in {:.1}s, before the ranks start",
@@ -169,6 +188,11 @@ fn rank_command(args: &DemoArgs, rank: u32, job: &Job) -> Command {
     }
     if let Some(d) = args.duration_s {
         cmd.args(["--duration-s", &d.to_string()]);
+    }
+    if let (Some(after), Some(file)) = (args.reload_after_s, &args.reload_config) {
+        cmd.args(["--reload-after-s", &after.to_string()])
+            .arg("--reload-config")
+            .arg(file);
     }
     cmd
 }
@@ -315,6 +339,9 @@ fn print_table(results: &[RankResult], job: &Job, elapsed: Duration) {
                 );
                 for note in &s.notes {
                     println!("      {note}");
+                }
+                if !s.components.is_empty() {
+                    println!("      ended on: {}", s.components.join(", "));
                 }
             }
             Err(e) => println!("{rank:>4}  FAILED: {e}"),

@@ -2,12 +2,14 @@
 //!
 //! - [`launcher`]: spawns the ranks, shows their progress, prints the summary table;
 //! - [`rank`]: one rank (the hidden `demo-rank` command): sets up telemetry from the launcher's
-//!   environment and trains.
+//!   environment and trains;
+//! - [`reload`]: a rank's hot reload of its exporters part-way through the run.
 //!
 //! A rank talks to the launcher in JSON lines on its stdout ([`RankMessage`]).
 
 mod launcher;
 mod rank;
+mod reload;
 
 use std::path::PathBuf;
 
@@ -47,6 +49,13 @@ pub struct DemoArgs {
     /// Run each rank for this many seconds instead of `--steps` (a stress run with `--step-ms 0`).
     #[arg(long)]
     duration_s: Option<u64>,
+    /// Hot reload: this many seconds into the run, every rank applies `--reload-config`'s
+    /// exporters while it trains (entries matched by name; see docs/reload.md).
+    #[arg(long, requires = "reload_config")]
+    reload_after_s: Option<f64>,
+    /// The config file a hot reload applies (with `--reload-after-s`).
+    #[arg(long, requires = "reload_after_s")]
+    reload_config: Option<PathBuf>,
 }
 
 impl DemoArgs {
@@ -77,6 +86,10 @@ pub struct RankArgs {
     crash_rank: Option<u32>,
     #[arg(long)]
     duration_s: Option<u64>,
+    #[arg(long)]
+    reload_after_s: Option<f64>,
+    #[arg(long)]
+    reload_config: Option<PathBuf>,
 }
 
 /// What a rank reports at the end (one JSON line on its stdout).
@@ -105,9 +118,13 @@ pub struct RankSummary {
     pub latency_p99_us: u64,
     pub output: Option<String>,
     pub error: Option<String>,
-    /// What else the rank's exporters report (an exporter disabled at setup, and why).
+    /// What else the rank's exporters report (an exporter disabled at setup, and why; what a
+    /// reload did).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The component each wasm exporter ended on: `signal `name`: sha256 (N reloads)`.
+    #[serde(default)]
+    pub components: Vec<String>,
     /// Spans produced per second of the run.
     pub spans_per_second: f64,
     /// User + system CPU time of the rank process.

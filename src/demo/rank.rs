@@ -230,6 +230,18 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
         tokens: meter.u64_counter("train.tokens").build(),
         throughput: meter.f64_gauge("train.tokens_per_second").build(),
     };
+    let reloader = args
+        .reload_config
+        .clone()
+        .zip(args.reload_after_s)
+        .map(|(file, after)| {
+            super::reload::Reloader::start(
+                &handle,
+                file,
+                args.out.clone(),
+                Duration::from_secs_f64(after.max(0.0)),
+            )
+        });
     let mut schedule = Schedule::new(args);
     let total_steps = if schedule.deadline.is_some() {
         u64::MAX
@@ -265,8 +277,38 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
         }
     });
     let elapsed = schedule.started.elapsed().as_secs_f64();
+    let reloaded = reloader.map(super::reload::Reloader::finish);
     let shutdown = handle.shutdown(Duration::from_secs(10));
-    Ok(summary(&handle, &schedule, elapsed, output, shutdown))
+    let mut summary = summary(&handle, &schedule, elapsed, output, shutdown);
+    if let Some(note) = reloaded {
+        summary.notes.push(note);
+        summary.components = components(&handle);
+    }
+    Ok(summary)
+}
+
+/// The component each wasm exporter of the rank runs, with its reload count.
+fn components(handle: &TelemetryHandle) -> Vec<String> {
+    let stats = handle.stats();
+    [
+        ("traces", &stats.exporters),
+        ("metrics", &stats.metric_exporters),
+        ("logs", &stats.log_exporters),
+    ]
+    .into_iter()
+    .flat_map(|(signal, list)| {
+        list.iter().filter_map(move |e| {
+            let sha = e.component_sha256.as_deref()?;
+            Some(format!(
+                "{signal} `{}`: {} ({} reload{})",
+                e.name,
+                super::reload::short(sha),
+                e.reloads,
+                if e.reloads == 1 { "" } else { "s" }
+            ))
+        })
+    })
+    .collect()
 }
 
 fn summary(
@@ -311,6 +353,7 @@ fn summary(
         latency_p99_us: max(|e| e.latency_p99),
         output: output.map(|p| p.display().to_string()),
         error: shutdown.err().map(|e| e.to_string()),
+        components: Vec::new(),
         notes: all()
             .filter_map(|e| {
                 let why = e.disabled.as_deref()?;

@@ -62,11 +62,12 @@ fn blocks(relative: &str) -> Vec<Block> {
 }
 
 /// Every Markdown file a user reads.
-const DOCS: [&str; 8] = [
+const DOCS: [&str; 9] = [
     "README.md",
     "CONTRIBUTING.md",
     "docs/configuration.md",
     "docs/python.md",
+    "docs/reload.md",
     "docs/training-helpers.md",
     "docs/writing-an-exporter.md",
     "guest-examples/README.md",
@@ -88,11 +89,24 @@ fn every_toml_block_is_a_valid_config() {
     assert!(checked >= 6, "{checked} TOML blocks");
 }
 
-/// A folder with what the docs' commands name: `exporter.wasm` (the built-in exporter), `out/`,
-/// and `lens.toml` (the README's minimal config).
+/// A folder with what the docs' commands name: `exporter.wasm` (the built-in exporter),
+/// `exporter-v2.wasm` (another build of it: the same bytes and a custom section), `out/`,
+/// `lens.toml` (the README's minimal config), and every TOML block of the docs whose first
+/// line names its file (`# lens-demo.toml`).
 fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(crate::builtin_jsonl(), dir.path().join("exporter.wasm")).unwrap();
+    let mut v2 = std::fs::read(crate::builtin_jsonl()).unwrap();
+    v2.extend_from_slice(&[0, 3, 2, b'v', b'2']); // a custom section named `v2`
+    std::fs::write(dir.path().join("exporter-v2.wasm"), v2).unwrap();
+    for block in DOCS.iter().flat_map(|d| blocks(d)) {
+        let first = block.text.lines().next().unwrap_or_default();
+        if block.lang() == "toml"
+            && let Some(name) = first.strip_prefix("# ").filter(|n| n.ends_with(".toml"))
+        {
+            std::fs::write(dir.path().join(name), &block.text).unwrap();
+        }
+    }
     std::fs::create_dir(dir.path().join("out")).unwrap();
     let minimal = blocks("README.md")
         .into_iter()

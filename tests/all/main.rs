@@ -11,6 +11,7 @@
 //! | [`processor`], [`logs`] | the batch processors and their accounting, the log signal |
 //! | [`otlp`] | OTLP against a real collector, and under collector faults |
 //! | [`wasm`] | the sandbox host: loading, cache, limits, faults, retries, every signal |
+//! | [`reload`] | hot reload of exporters under load, entry by entry, and its triggers |
 //! | [`guests`] | the example guests of every language, the guest SDKs, `lens check` |
 //! | [`parity`] | the differential suite against the real NeMo Lens |
 //! | [`cli`], [`config_errors`], [`config_files`], [`docs`] | the `lens` binary, golden config errors, config files read from elsewhere, the README's and docs' code |
@@ -28,6 +29,7 @@ mod parity;
 mod processor;
 mod project;
 mod propagation;
+mod reload;
 mod span_groups;
 mod strategy;
 mod telemetry;

@@ -103,6 +103,31 @@ pub enum LensError {
         #[source]
         source: WasmSetupError,
     },
+    /// A reload refused a new `.wasm` component: the running one stays.
+    #[error(
+        "reload of wasm exporter `{exporter}` refused at {step} ({path}): {source}; the running \
+         component stays",
+        path = path.display()
+    )]
+    Reload {
+        /// The exporter's display name.
+        exporter: String,
+        /// The new component file.
+        path: PathBuf,
+        /// The step that failed.
+        step: ReloadStep,
+        /// What is wrong with the new component, its grants or its first instance.
+        #[source]
+        source: WasmSetupError,
+    },
+    /// A reload asked for a change a running installation cannot make: nothing was changed.
+    #[error("reload refused for exporter `{exporter}`: {message}; nothing was changed")]
+    ReloadUnsupported {
+        /// The exporter's display name.
+        exporter: String,
+        /// What cannot change, and what to do instead.
+        message: String,
+    },
     /// Flush or shutdown did not complete cleanly.
     #[error("{operation} incomplete: {details}")]
     Incomplete {
@@ -299,6 +324,63 @@ fn listed(items: &[String]) -> String {
     }
 }
 
+/// The step of a reload at which a new component was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ReloadStep {
+    /// Reading, checking and compiling the file.
+    Load,
+    /// Checking what it exports against the signal's WIT interface.
+    Interface,
+    /// Linking its imports to what the sandbox grants.
+    Link,
+    /// Resolving the entry's grants (environment, pre-opened directories).
+    Grants,
+    /// Instantiating it and calling its `init` (a trap, a deadline).
+    Start,
+    /// Its `init` returned an error.
+    Init,
+    /// What its `init` asked for cannot change in a running installation (a metric
+    /// exporter's temporality).
+    Preferences,
+}
+
+impl ReloadStep {
+    /// The step a setup error happened at.
+    pub fn of(error: &WasmSetupError) -> Self {
+        match error {
+            WasmSetupError::Load(
+                LoadError::MissingExport { .. }
+                | LoadError::WrongVersion { .. }
+                | LoadError::ExportMismatch { .. }
+                | LoadError::SignalNotExported { .. },
+            ) => Self::Interface,
+            WasmSetupError::Load(LoadError::UnknownImports { .. } | LoadError::Link { .. }) => {
+                Self::Link
+            }
+            WasmSetupError::Load(_) | WasmSetupError::Engine { .. } => Self::Load,
+            WasmSetupError::Grant(_) => Self::Grants,
+            WasmSetupError::InitRefused(_) => Self::Init,
+            WasmSetupError::Start { .. } => Self::Start,
+            WasmSetupError::Incompatible(_) => Self::Preferences,
+        }
+    }
+}
+
+impl std::fmt::Display for ReloadStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Load => "load (read, check, compile)",
+            Self::Interface => "interface check",
+            Self::Link => "link",
+            Self::Grants => "grants",
+            Self::Start => "start (instantiate, init)",
+            Self::Init => "init",
+            Self::Preferences => "preferences",
+        })
+    }
+}
+
 /// Why a `.wasm` exporter could not be set up.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -319,6 +401,9 @@ pub enum WasmSetupError {
     /// The guest's `init` returned an error.
     #[error("init failed: init: {0}")]
     InitRefused(String),
+    /// A reloaded component asks in `init` for what the running installation cannot change.
+    #[error("{0}")]
+    Incompatible(String),
     /// The first instance faulted before it was ready.
     #[error("{kind}: {detail}")]
     Start {

@@ -35,16 +35,17 @@
 //! | `signal` | [`Signal`] and the WIT package's version, which name every signal and interface (a leaf) | — |
 //! | [`rank`], [`strategy`], [`resource`] | who this rank is, whether it exports, what its signals carry (attribute names from `semconv`) | `config`, `semconv` |
 //! | `batch` | the batch queue under the span and log processors, delivery statistics | `config` |
-//! | [`trace`] | Lens's tracer (open spans, the launcher's trace, span groups), safe attributes with redaction, rank-aware sampler, fan-out, Lens's batch span processor, health metrics | `config`, `strategy`, `batch` |
-//! | [`logs`] | Lens's batch log processor, the `log` and `tracing` bridges | `config`, `batch` |
+//! | `slots` | the named processors one signal fans out to, which a reload replaces, adds and removes (a leaf) | — |
+//! | [`trace`] | Lens's tracer (open spans, the launcher's trace, span groups), safe attributes with redaction, rank-aware sampler, fan-out, Lens's batch span processor, health metrics | `config`, `strategy`, `batch`, `slots` |
+//! | [`logs`] | Lens's batch log processor, its fan-out, the `log` and `tracing` bridges | `config`, `batch`, `slots` |
 //! | [`instruments`] | NeMo Lens's inference, RL and Gym instruments | `semconv` |
 //! | [`propagation`] | the W3C propagator, `inject_context`/`extract_context`, the launcher's `TRACEPARENT` | `config` |
 //! | `encoding` | how a batch of spans, metrics or log records reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
 //! | `metrics` | the in-memory metric reader, [`data_points`] | `encoding` |
 //! | [`exporter`] | the native exporters of spans, metrics and log records: OTLP, console, none | `config`, `encoding` |
-//! | [`wasm`] | the sandbox host: engine, load, cache, grants, interfaces, instances, lanes with backoff and retries, the span, metric and log exporters | `config`, `batch`, `encoding`, `bindings` |
-//! | `pipeline` | assembly: config entries become batch processors and readers (metric exporters counted per data point) | `exporter`, `wasm`, `trace`, `logs` |
-//! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install) and [`TelemetryHandle`] | `pipeline` and below |
+//! | [`wasm`] | the sandbox host: engine, load, cache, grants, interfaces, instances, lanes with backoff and retries, hot reload of a component, the span, metric and log exporters | `config`, `batch`, `encoding`, `bindings` |
+//! | `pipeline` | assembly: config entries become batch processors and readers (metric exporters counted per data point); a reload's plan, entry by entry | `exporter`, `wasm`, `trace`, `logs` |
+//! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install), [`TelemetryHandle`], its reloads and their triggers (watched file, SIGHUP) | `pipeline` and below |
 //! | [`check`] | what `lens check` runs: validation, timings, a conformance suite per exporter interface (feature `testing`) | `wasm`, `encoding`, `testing` |
 //! | [`testing`] | the oracle exporter, the span fixtures, metric collections and log records of every kind (feature `testing`) | `exporter`, `metrics` |
 //! | `error` | every error type, and [`FaultKind`] (a leaf) | — |
@@ -79,6 +80,7 @@ pub mod rank;
 pub mod resource;
 pub mod semconv;
 mod signal;
+mod slots;
 pub mod strategy;
 mod telemetry;
 #[cfg(any(test, feature = "testing"))]
@@ -87,8 +89,11 @@ pub mod trace;
 pub mod wasm;
 
 pub use config::LensConfig;
-pub use error::{BoxError, FaultKind, GrantError, LensError, LoadError, RankError, WasmSetupError};
+pub use error::{
+    BoxError, FaultKind, GrantError, LensError, LoadError, RankError, ReloadStep, WasmSetupError,
+};
 pub use metrics::{InMemoryMetricReader, data_points};
+pub use pipeline::reload::ReloadReport;
 pub use rank::RankInfo;
 pub use signal::{Signal, WIT_VERSION};
 pub use strategy::{ExportStrategy, register_export_strategy, unregister_export_strategy};

@@ -146,13 +146,26 @@ class Sandboxed:
         dropped at shutdown. Idempotent."""
         self._core.shutdown(None if timeout_millis is None else int(timeout_millis))
 
+    def reload(self, source: str | PathLike[str]) -> str:
+        """Replaces the running component while batches flow, and returns the new one's
+        SHA-256. ``source`` is a ``.wasm`` file (this exporter's settings, with that file) or a
+        Lens TOML file (its ``kind = "wasm"`` entry of this signal named like this exporter).
+        The new component is loaded, compiled, instantiated and ``init``-ed beside the running
+        one, which keeps exporting; the switch falls between two batches, and the old instance
+        then gets ``force-flush`` and ``shutdown``. Counters carry on (``reloads`` and
+        ``component_sha256`` in ``stats()``). Raises ``ExporterLoadError`` naming the file and
+        the failed step (load, interface check, link, grants, start, init, preferences); the
+        running component stays. The entry's ``batch`` settings cannot change."""
+        return self._core.reload(str(source))
+
     def stats(self) -> dict[str, Any]:
         """Counters: items received, exported and dropped (``dropped_queue_full`` in Lens's
         hand-off queue, ``dropped_export_failed``, ``dropped_shutdown``, ``dropped_rejected``
         by the guest), ``pending`` (queued or in flight), batches, ``retries`` and
-        ``retries_exhausted``, guest errors, traps by kind, restarts, export latency p50/p99 in
-        ms, the peak memory of an instance, and ``mode`` (``hand-off`` or ``blocking``). Every
-        item received ends in exactly one of exported and the dropped counters."""
+        ``retries_exhausted``, guest errors, traps by kind, restarts, ``reloads`` and the
+        running ``component_sha256``, export latency p50/p99 in ms, the peak memory of an
+        instance, and ``mode`` (``hand-off`` or ``blocking``). Every item received ends in
+        exactly one of exported and the dropped counters."""
         return json.loads(self._core.stats_json())
 
     def __repr__(self) -> str:

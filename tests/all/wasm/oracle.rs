@@ -56,7 +56,6 @@ fn nanos(t: std::time::SystemTime) -> u64 {
 
 #[test]
 fn recorder_typed_encoding_matches_the_oracle_span_by_span() {
-    let _ = env_logger::builder().is_test(true).try_init();
     let dir = tempfile::tempdir().unwrap();
     let (handle, oracle) = install(vec![recorder_spec(dir.path(), "typed")], 512);
     produce(&handle, 1500);

@@ -5,7 +5,7 @@
 /// pre-opened directory; can answer `retryable` or `partial`, or discard (see its crate doc).
 pub const RECORDER: &str = env!("LENS_GUEST_RECORDER");
 /// Misbehaves as its `mode` setting says: loop, memory-bomb, panic-on-boom, huge-error, slow,
-/// read-file, read-env, socket, http, print, trap-every, refuse-init, noop (with
+/// read-file, read-env, socket, http, print, trap-every, refuse-init, trap-init, noop (with
 /// `encoding = typed | otlp`).
 pub const HOSTILE: &str = env!("LENS_GUEST_HOSTILE");
 /// The smallest exporter, in WAT: accepts everything (`otlp-protobuf`).

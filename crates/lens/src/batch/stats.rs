@@ -43,6 +43,10 @@ pub struct ExporterStats {
     batches_failed: AtomicU64,
     latency: LatencyHistogram,
     restarts: AtomicU64,
+    /// Sandboxed exporters: components swapped in by a reload.
+    reloads: AtomicU64,
+    /// Sandboxed exporters: the SHA-256 of the component running now.
+    component: Mutex<Option<String>>,
     guest_errors: AtomicU64,
     peak_memory_bytes: AtomicU64,
     traps: Mutex<BTreeMap<FaultKind, u64>>,
@@ -98,6 +102,8 @@ impl ExporterStats {
             batches_failed: AtomicU64::new(0),
             latency: LatencyHistogram::default(),
             restarts: AtomicU64::new(0),
+            reloads: AtomicU64::new(0),
+            component: Mutex::default(),
             guest_errors: AtomicU64::new(0),
             peak_memory_bytes: AtomicU64::new(0),
             traps: Mutex::default(),
@@ -108,6 +114,17 @@ impl ExporterStats {
     /// A sandboxed exporter was rebuilt after a fault.
     pub(crate) fn record_restart(&self) {
         self.restarts.fetch_add(1, Relaxed);
+    }
+
+    /// A sandboxed exporter runs the component whose SHA-256 is `sha256`.
+    pub(crate) fn record_component(&self, sha256: &str) {
+        *self.component.lock().unwrap_or_else(|p| p.into_inner()) = Some(sha256.to_string());
+    }
+
+    /// A reload swapped in the component whose SHA-256 is `sha256`.
+    pub(crate) fn record_reload(&self, sha256: &str) {
+        self.record_component(sha256);
+        self.reloads.fetch_add(1, Relaxed);
     }
 
     /// Of a batch the exporter accepted, it refused `items`.
@@ -276,6 +293,12 @@ impl ExporterStats {
             latency_p50: self.latency.quantile(0.50),
             latency_p99: self.latency.quantile(0.99),
             restarts: self.restarts.load(Relaxed),
+            reloads: self.reloads.load(Relaxed),
+            component_sha256: self
+                .component
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
             guest_errors: self.guest_errors.load(Relaxed),
             traps: self.traps.lock().unwrap_or_else(|p| p.into_inner()).clone(),
             peak_memory_bytes: self.peak_memory_bytes.load(Relaxed),
@@ -322,6 +345,12 @@ pub struct ExporterSnapshot {
     pub latency_p99: Duration,
     /// Sandboxed exporters: instances rebuilt after a fault.
     pub restarts: u64,
+    /// Sandboxed exporters: components swapped in by a reload (counts carry across one).
+    #[serde(default)]
+    pub reloads: u64,
+    /// Sandboxed exporters: the SHA-256 (hex) of the component running now.
+    #[serde(default)]
+    pub component_sha256: Option<String>,
     /// Sandboxed exporters: calls where the guest returned an error.
     pub guest_errors: u64,
     /// Sandboxed exporters: discarded instances by fault kind (`deadline`, `memory limit`,

@@ -112,6 +112,8 @@ pub struct LensConfig {
     pub log_batch: BatchConfig,
     /// The on-disk compilation cache of `.wasm` exporters.
     pub wasm_cache: WasmCacheConfig,
+    /// What reloads the exporters of a running installation (off by default).
+    pub reload: ReloadConfig,
 }
 
 impl Default for LensConfig {
@@ -145,6 +147,67 @@ impl Default for LensConfig {
             logs: SignalConfig::default(),
             log_batch: BatchConfig::for_logs(),
             wasm_cache: WasmCacheConfig::default(),
+            reload: ReloadConfig::default(),
+        }
+    }
+}
+
+/// The largest config file Lens reads (a config is a few KiB; this bounds what a file that is
+/// not one can cost).
+pub const MAX_CONFIG_FILE_BYTES: u64 = 16 << 20;
+
+/// The text of a config file, at most [`MAX_CONFIG_FILE_BYTES`].
+pub(crate) fn read_config_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_CONFIG_FILE_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_CONFIG_FILE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "it is larger than {} MiB, the most a config file may be",
+            MAX_CONFIG_FILE_BYTES >> 20
+        )));
+    }
+    Ok(text)
+}
+
+/// Triggers of a hot reload of the exporters, for processes whose code a user does not
+/// control (`TelemetryHandle::reload_exporters` needs none of them). Off by default. A reload
+/// reads the file again (with the environment's overrides, as at setup) and applies its
+/// exporter entries; see `docs/reload.md`.
+///
+/// ```toml
+/// [reload]
+/// watch = true
+/// sighup = true
+/// poll_interval_ms = 1000
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReloadConfig {
+    /// Watch the config file: when its content changes, it is read again and its exporters
+    /// reloaded. The file is `file`, else the one the installation was set up from
+    /// (`TelemetryBuilder::config_file`). Example: `watch = true`.
+    pub watch: bool,
+    /// Reload from that file when the process gets SIGHUP (Unix only; the handler is
+    /// installed at setup and removed at shutdown). Example: `sighup = true`.
+    pub sighup: bool,
+    /// The file to reload from, relative to this config file's folder. Example:
+    /// `file = "lens-exporters.toml"`.
+    pub file: Option<PathBuf>,
+    /// How often the watched file is checked, in ms (50 to 3 600 000). Example:
+    /// `poll_interval_ms = 500`.
+    pub poll_interval_ms: u64,
+}
+
+impl Default for ReloadConfig {
+    fn default() -> Self {
+        Self {
+            watch: false,
+            sighup: false,
+            file: None,
+            poll_interval_ms: 1000,
         }
     }
 }
@@ -333,10 +396,11 @@ impl LensConfig {
         Ok(config)
     }
 
-    /// Reads and validates a TOML file (no environment overrides).
+    /// Reads and validates a TOML file (no environment overrides); a file larger than
+    /// [`MAX_CONFIG_FILE_BYTES`] is refused.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, LensError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| LensError::Config {
+        let text = read_config_file(path).map_err(|e| LensError::Config {
             source_name: path.display().to_string(),
             message: format!("cannot read the file: {e}"),
             source: Some(Box::new(e)),
@@ -427,6 +491,15 @@ impl LensConfig {
         if self.wasm_cache.max_mb == 0 {
             return Err(bad("wasm_cache.max_mb", "must be at least 1".to_string()));
         }
+        if !(50..=3_600_000).contains(&self.reload.poll_interval_ms) {
+            return Err(bad(
+                "reload.poll_interval_ms",
+                format!(
+                    "{} is not between 50 and 3600000",
+                    self.reload.poll_interval_ms
+                ),
+            ));
+        }
         for (signal, i, spec) in self.exporter_entries() {
             spec.validate(self.batch_for(signal))
                 .map_err(|m| bad(&format!("{signal}.exporters[{i}]"), m))?;
@@ -502,10 +575,13 @@ impl LensConfig {
                 w.resolve_relative_paths(base);
             }
         }
-        if let Some(dir) = &mut self.wasm_cache.dir
-            && dir.is_relative()
+        for path in [self.wasm_cache.dir.as_mut(), self.reload.file.as_mut()]
+            .into_iter()
+            .flatten()
         {
-            *dir = base.join(&*dir);
+            if path.is_relative() {
+                *path = base.join(&*path);
+            }
         }
     }
 

@@ -8,9 +8,11 @@
 
 mod bridge;
 mod code_order;
+mod fanout;
 mod processor;
 
 pub use bridge::LogBridge;
 #[cfg(feature = "tracing")]
 pub use bridge::{TracingLogLayer, tracing_log_layer};
+pub(crate) use fanout::{FanOutLogProcessor, LogFanOut};
 pub use processor::BatchLogProcessor;

@@ -5,6 +5,7 @@
 //! points of every metric entry.
 
 pub mod metrics;
+pub(crate) mod reload;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -26,6 +27,7 @@ use crate::logs::BatchLogProcessor;
 use crate::rank::RankInfo;
 use crate::signal::Signal;
 use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExporterStats};
+use crate::wasm::reload::Reloadable;
 use crate::wasm::{HostInputs, WasmLogExporter, WasmMetricExporter, WasmSpanExporter};
 use metrics::{CountedMetricExporter, MetricExporterKind};
 
@@ -36,14 +38,17 @@ fn disable_or_fail(
     spec: &WasmExporterSpec,
     error: LensError,
     signal: Signal,
+    reloading: bool,
 ) -> Result<LensError, LensError> {
-    let guest_failed = matches!(
-        &error,
-        LensError::WasmLoad {
-            source: WasmSetupError::InitRefused(_) | WasmSetupError::Start { .. },
-            ..
-        }
-    );
+    // A reload refuses what fails and keeps what runs: it never disables an entry.
+    let guest_failed = !reloading
+        && matches!(
+            &error,
+            LensError::WasmLoad {
+                source: WasmSetupError::InitRefused(_) | WasmSetupError::Start { .. },
+                ..
+            }
+        );
     if !guest_failed || spec.on_setup_failure.unwrap_or_default() == SetupFailurePolicy::Fail {
         return Err(error);
     }
@@ -57,10 +62,29 @@ fn disable_or_fail(
 /// A metric entry's reader, with the statistics of its exporter.
 pub(crate) type MetricReader = PeriodicReader<CountedMetricExporter>;
 
+/// A metric entry's reader, with its exporter's statistics.
+pub(crate) type BuiltReader = (Built<MetricReader>, Arc<ExporterStats>);
+
+/// What one config entry became: its processor (or reader), and the running instances of its
+/// wasm exporter when it has one (what a reload swaps in place).
+pub(crate) struct Built<P> {
+    pub processor: P,
+    pub wasm: Option<Arc<Reloadable>>,
+}
+
+impl<P> Built<P> {
+    fn native(processor: P) -> Self {
+        Self {
+            processor,
+            wasm: None,
+        }
+    }
+}
+
 /// What building exporters needs, shared across the entries of one installation.
 pub(crate) struct BuildContext<'a> {
     config: &'a LensConfig,
-    env: &'a dyn EnvSource,
+    pub(crate) env: &'a dyn EnvSource,
     rank: RankInfo,
     resource: Resource,
     /// Where console exporters write, and the resource's key order they write.
@@ -70,6 +94,8 @@ pub(crate) struct BuildContext<'a> {
     guest_output: crate::wasm::GuestOutputCopy,
     /// The runtime of the gRPC exporters, started by the first one.
     runtime: OnceLock<Arc<tokio::runtime::Runtime>>,
+    /// Building for a reload: a wasm entry that fails is an error, never disabled.
+    reloading: bool,
 }
 
 impl<'a> BuildContext<'a> {
@@ -88,7 +114,14 @@ impl<'a> BuildContext<'a> {
             resource_order: ResourceOrder::default(),
             guest_output: crate::wasm::GuestOutputCopy::None,
             runtime: OnceLock::new(),
+            reloading: false,
         }
+    }
+
+    /// Builds for a reload (see `reloading`).
+    pub(crate) fn for_reload(mut self) -> Self {
+        self.reloading = true;
+        self
     }
 
     fn runtime(&self) -> Result<Arc<tokio::runtime::Runtime>, LensError> {
@@ -99,14 +132,14 @@ impl<'a> BuildContext<'a> {
         Ok(self.runtime.get_or_init(|| rt).clone())
     }
 
-    /// A batch processor (with its statistics) for a span exporter entry.
+    /// A batch processor for a span exporter entry, counting into `stats`.
     pub(crate) fn span_processor(
         &self,
         spec: &ExporterSpec,
         name: &str,
-    ) -> Result<(Box<dyn SpanProcessor>, Arc<ExporterStats>), LensError> {
+        stats: &Arc<ExporterStats>,
+    ) -> Result<Built<Box<dyn SpanProcessor>>, LensError> {
         let batch = spec.batch_config(&self.config.batch);
-        let stats = Arc::new(ExporterStats::new(name));
         let processor = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings =
@@ -123,18 +156,25 @@ impl<'a> BuildContext<'a> {
             }
             ExporterSpec::Wasm(w) => {
                 match WasmSpanExporter::build(name, w, &batch, &self.host_inputs(), stats.clone()) {
-                    Ok(exporter) => BatchSpanProcessor::new(exporter, batch, stats.clone()),
+                    Ok(exporter) => {
+                        let wasm = Some(exporter.reloadable());
+                        let processor = BatchSpanProcessor::new(exporter, batch, stats.clone());
+                        return Ok(Built {
+                            processor: Box::new(processor),
+                            wasm,
+                        });
+                    }
                     Err(source) => {
                         let error = crate::wasm::setup_error(name, w, source);
-                        let error = disable_or_fail(w, error, Signal::Traces)?;
+                        let error = disable_or_fail(w, error, Signal::Traces, self.reloading)?;
                         let processor =
                             DisabledSpanProcessor::new(stats.clone(), error.to_string());
-                        return Ok((Box::new(processor), stats));
+                        return Ok(Built::native(Box::new(processor)));
                     }
                 }
             }
         };
-        Ok((Box::new(processor), stats))
+        Ok(Built::native(Box::new(processor)))
     }
 
     /// A periodic reader for a metric exporter entry, with its statistics (neither for
@@ -143,13 +183,14 @@ impl<'a> BuildContext<'a> {
         &self,
         spec: &ExporterSpec,
         name: &str,
-    ) -> Result<(Option<MetricReader>, Option<Arc<ExporterStats>>), LensError> {
+    ) -> Result<Option<BuiltReader>, LensError> {
         // Checked first: a bad period fails the setup before any exporter starts.
         let interval = Duration::from_millis(crate::config::env::metric_export_interval(
             self.env,
             self.config.metric_export_interval_ms,
         )?);
         let stats = Arc::new(ExporterStats::new(name));
+        let mut wasm = None;
         let exporter = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings =
@@ -162,16 +203,19 @@ impl<'a> BuildContext<'a> {
                 ConsoleMetricExporter::new(self.console.clone())
                     .with_resource_order(self.resource_order.clone()),
             ),
-            ExporterSpec::None(_) => return Ok((None, None)),
+            ExporterSpec::None(_) => return Ok(None),
             ExporterSpec::Wasm(w) => {
                 let batch = spec.batch_config(&self.config.batch);
                 let built =
                     WasmMetricExporter::build(name, w, &batch, &self.host_inputs(), stats.clone());
                 match built {
-                    Ok(exporter) => MetricExporterKind::Wasm(exporter),
+                    Ok(exporter) => {
+                        wasm = Some(exporter.reloadable());
+                        MetricExporterKind::Wasm(exporter)
+                    }
                     Err(source) => {
                         let error = crate::wasm::setup_error(name, w, source);
-                        let error = disable_or_fail(w, error, Signal::Metrics)?;
+                        let error = disable_or_fail(w, error, Signal::Metrics, self.reloading)?;
                         stats.record_disabled(error.to_string());
                         MetricExporterKind::Disabled
                     }
@@ -182,7 +226,13 @@ impl<'a> BuildContext<'a> {
         let reader = PeriodicReader::builder(exporter)
             .with_interval(interval)
             .build();
-        Ok((Some(reader), Some(stats)))
+        Ok(Some((
+            Built {
+                processor: reader,
+                wasm,
+            },
+            stats,
+        )))
     }
 
     /// Console exporters write to `console` (default stdout), the resource's keys in `order`.
@@ -214,14 +264,15 @@ impl<'a> BuildContext<'a> {
         }
     }
 
-    /// A batch log processor (with its statistics) for a log exporter entry.
+    /// A batch log processor for a log exporter entry, counting into `stats`.
     pub(crate) fn log_processor(
         &self,
         spec: &ExporterSpec,
         name: &str,
-    ) -> Result<(BatchLogProcessor, Arc<ExporterStats>), LensError> {
+        stats: &Arc<ExporterStats>,
+    ) -> Result<Built<BatchLogProcessor>, LensError> {
         let batch = spec.batch_config(&self.config.log_batch);
-        let stats = Arc::new(ExporterStats::new(name));
+        let mut wasm = None;
         let processor = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings = OtlpSettings::resolve(o, &self.config.otlp, Signal::Logs, self.env);
@@ -238,20 +289,23 @@ impl<'a> BuildContext<'a> {
             ExporterSpec::None(_) => BatchLogProcessor::new(NoopLogExporter, batch, stats.clone()),
             ExporterSpec::Wasm(w) => {
                 match WasmLogExporter::build(name, w, &batch, &self.host_inputs(), stats.clone()) {
-                    Ok(exporter) => BatchLogProcessor::with_flush(
-                        exporter,
-                        WasmLogExporter::force_flush,
-                        batch,
-                        stats.clone(),
-                    ),
+                    Ok(exporter) => {
+                        wasm = Some(exporter.reloadable());
+                        BatchLogProcessor::with_flush(
+                            exporter,
+                            WasmLogExporter::force_flush,
+                            batch,
+                            stats.clone(),
+                        )
+                    }
                     Err(source) => {
                         let error = crate::wasm::setup_error(name, w, source);
-                        let error = disable_or_fail(w, error, Signal::Logs)?;
+                        let error = disable_or_fail(w, error, Signal::Logs, self.reloading)?;
                         BatchLogProcessor::disabled(stats.clone(), error.to_string())
                     }
                 }
             }
         };
-        Ok((processor, stats))
+        Ok(Built { processor, wasm })
     }
 }

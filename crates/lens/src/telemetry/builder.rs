@@ -14,12 +14,14 @@ use opentelemetry_sdk::trace::{SpanExporter, SpanProcessor};
 use super::INSTALLED;
 use super::handle::{HandleInner, TelemetryHandle};
 use super::providers::{self, For, Injected, Providers};
+use super::reload::ReloadState;
 use crate::config::env::{EnvSource, ProcessEnv};
 use crate::config::{ConfigSource, LensConfig};
 use crate::error::LensError;
 use crate::exporter::ConsoleOut;
 use crate::exporter::python_json::ResourceOrder;
 use crate::logs::BatchLogProcessor;
+use crate::pipeline::reload::Registry;
 use crate::rank::RankInfo;
 use crate::resource::{ResourceInputs, resolve_run_id, resource_attributes};
 use crate::strategy::decide_export;
@@ -39,8 +41,9 @@ impl Telemetry {
             world_size: None,
             resource_attributes: Vec::new(),
             injected: Injected::default(),
-            env: Box::new(ProcessEnv),
+            env: Arc::new(ProcessEnv),
             install_global: true,
+            config_file: None,
         }
     }
 }
@@ -52,11 +55,20 @@ pub struct TelemetryBuilder {
     world_size: Option<u32>,
     resource_attributes: Vec<KeyValue>,
     injected: Injected,
-    env: Box<dyn EnvSource>,
+    env: Arc<dyn EnvSource + Send + Sync>,
     install_global: bool,
+    config_file: Option<std::path::PathBuf>,
 }
 
 impl TelemetryBuilder {
+    /// The file `config` was read from: what [`TelemetryHandle::reload_config_file`] and the
+    /// `[reload]` triggers (watched file, SIGHUP) read again, unless `[reload] file` names
+    /// another.
+    pub fn config_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.config_file = Some(path.into());
+        self
+    }
+
     /// This process's global rank (default: `RANK`, then `SLURM_PROCID`, else 0).
     pub fn rank(mut self, rank: u32) -> Self {
         self.rank = Some(rank);
@@ -155,8 +167,8 @@ impl TelemetryBuilder {
 
     /// Read the launcher variables and `OTEL_RESOURCE_ATTRIBUTES` from `env` instead of the
     /// process environment (tests, embedding).
-    pub fn env(mut self, env: impl EnvSource + 'static) -> Self {
-        self.env = Box::new(env);
+    pub fn env(mut self, env: impl EnvSource + Send + Sync + 'static) -> Self {
+        self.env = Arc::new(env);
         self
     }
 
@@ -181,15 +193,35 @@ impl TelemetryBuilder {
             injected,
             env,
             install_global,
+            config_file,
             ..
         } = self;
+        let console = injected.console_out.clone();
+        let guest_output = injected.guest_output.clone();
+        let reload_file = config.reload.file.clone().or(config_file);
+        if decision.exporting
+            && (config.reload.watch || config.reload.sighup)
+            && reload_file.is_none()
+        {
+            return Err(LensError::Config {
+                source_name: ConfigSource::Code.to_string(),
+                message: "`reload.watch`/`reload.sighup`: no file to reload from; set `[reload] \
+                          file`, or give the installation its file with \
+                          TelemetryBuilder::config_file"
+                    .into(),
+                source: None,
+            });
+        }
         let Providers {
             tracer,
             meter: meter_provider,
             logger: logger_provider,
             fanout,
+            log_fanout,
             log_stats,
             metric_stats,
+            running,
+            signals,
         } = providers::build(
             &config,
             env.as_ref(),
@@ -219,11 +251,28 @@ impl TelemetryBuilder {
             exporting,
             run_id,
             resource,
+            resource_order,
             sampler,
             launcher,
             groups,
             ..
         } = decision;
+        let built_any = fanout.is_some() || log_fanout.is_some() || !signals.is_empty();
+        let reload = built_any.then(|| ReloadState {
+            registry: Mutex::new(Registry {
+                config: config.clone(),
+                entries: running,
+                signals,
+            }),
+            env: env.clone(),
+            rank,
+            resource: resource.clone(),
+            console,
+            resource_order,
+            guest_output,
+            file: reload_file,
+            stop: Arc::default(),
+        });
         let open_spans = fanout.as_ref().and_then(|f| f.open_spans());
         let tracer_provider = LensTracerProvider::new(tracer, open_spans, launcher, groups.clone());
         if install_global {
@@ -237,25 +286,27 @@ impl TelemetryBuilder {
                 crate::propagation::install_global_propagator();
             }
         }
-        Ok(TelemetryHandle {
-            inner: Arc::new(HandleInner {
-                tracer_provider,
-                meter_provider,
-                logger_provider,
-                log_stats,
-                metric_stats,
-                fanout,
-                rank,
-                exporting,
-                sampler_keeps: sampler.map(|s| s.keeps()).unwrap_or(exporting),
-                run_id,
-                resource,
-                batch: config.batch,
-                shutdown: Mutex::new(None),
-                shutdown_timeout: Duration::from_millis(config.batch.shutdown_timeout_ms),
-                _self_metrics: self_metrics,
-            }),
-        })
+        let inner = Arc::new(HandleInner {
+            tracer_provider,
+            meter_provider,
+            logger_provider,
+            log_stats,
+            metric_stats,
+            fanout,
+            log_fanout,
+            reload,
+            rank,
+            exporting,
+            sampler_keeps: sampler.map(|s| s.keeps()).unwrap_or(exporting),
+            run_id,
+            resource,
+            batch: config.batch,
+            shutdown: Mutex::new(None),
+            shutdown_timeout: Duration::from_millis(config.batch.shutdown_timeout_ms),
+            _self_metrics: self_metrics,
+        });
+        super::reload::start_triggers(&inner, &config.reload)?;
+        Ok(TelemetryHandle { inner })
     }
 
     /// Who this rank is, whether it exports, and the resource its signals carry.

@@ -11,11 +11,13 @@ use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::{SpanExporter, SpanProcessor};
 
+use super::reload::ReloadState;
 use crate::config::BatchConfig;
 use crate::error::LensError;
-use crate::logs::LogBridge;
+use crate::logs::{LogBridge, LogFanOut};
 use crate::rank::RankInfo;
 use crate::signal::Signal;
+use crate::slots::StatsList;
 use crate::trace::{
     BatchSpanProcessor, DeliveryStats, ExporterSnapshot, ExporterStats, FanOutCore, LensTracer,
     LensTracerProvider, self_metrics::Instruments,
@@ -25,10 +27,13 @@ pub(super) struct HandleInner {
     pub(super) tracer_provider: LensTracerProvider,
     pub(super) meter_provider: SdkMeterProvider,
     pub(super) logger_provider: SdkLoggerProvider,
-    /// One per log exporter, in configuration order.
-    pub(super) log_stats: Vec<Arc<ExporterStats>>,
+    /// One per log exporter, in configuration order (then those a reload added).
+    pub(super) log_stats: StatsList,
     pub(super) metric_stats: Vec<Arc<ExporterStats>>,
     pub(super) fanout: Option<Arc<FanOutCore>>,
+    pub(super) log_fanout: Option<Arc<LogFanOut>>,
+    /// What a reload needs (`None` on a rank that does not export).
+    pub(super) reload: Option<ReloadState>,
     pub(super) rank: RankInfo,
     pub(super) exporting: bool,
     pub(super) sampler_keeps: bool,
@@ -162,7 +167,7 @@ impl TelemetryHandle {
     /// A no-op on a non-exporting rank.
     pub fn add_span_processor(&self, processor: impl SpanProcessor + 'static) {
         if let Some(f) = &self.inner.fanout {
-            f.add(Box::new(processor), None);
+            f.add(None, Box::new(processor), None);
         }
     }
 
@@ -175,6 +180,7 @@ impl TelemetryHandle {
         if let Some(f) = &self.inner.fanout {
             let stats = Arc::new(ExporterStats::new(name));
             f.add(
+                None,
                 Box::new(BatchSpanProcessor::new(
                     exporter,
                     self.inner.batch,
@@ -199,7 +205,7 @@ impl TelemetryHandle {
                 .meter_provider
                 .force_flush()
                 .map_err(|e| format!("metrics: {e}"));
-            let logs = if inner.log_stats.is_empty() {
+            let logs = if inner.log_fanout.is_none() {
                 Ok(())
             } else {
                 inner
@@ -242,11 +248,11 @@ impl TelemetryHandle {
 /// The statistics of every signal's exporters.
 fn delivery_stats(
     fanout: Option<&FanOutCore>,
-    logs: &[Arc<ExporterStats>],
+    logs: &StatsList,
     metrics: &[Arc<ExporterStats>],
 ) -> DeliveryStats {
     let mut stats = fanout.map(|f| f.stats()).unwrap_or_default();
-    stats.log_exporters = logs.iter().map(|s| s.snapshot()).collect();
+    stats.log_exporters = logs.snapshots();
     stats.metric_exporters = metrics.iter().map(|s| s.snapshot()).collect();
     stats
 }
@@ -254,7 +260,7 @@ fn delivery_stats(
 /// What the health metrics read at each collection: [`delivery_stats`] of these.
 pub(super) fn stats_source(
     fanout: Arc<FanOutCore>,
-    logs: Vec<Arc<ExporterStats>>,
+    logs: StatsList,
     metrics: Vec<Arc<ExporterStats>>,
 ) -> crate::trace::self_metrics::StatsSource {
     Arc::new(move || delivery_stats(Some(&fanout), &logs, &metrics))
@@ -267,6 +273,9 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
             operation: "shutdown",
             details,
         });
+    }
+    if let Some(state) = &inner.reload {
+        state.stop.store(true, std::sync::atomic::Ordering::Release);
     }
     let mut errors = Vec::new();
     if inner.fanout.is_some()
@@ -283,7 +292,7 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     {
         errors.push(format!("metrics: {e}"));
     }
-    if !inner.log_stats.is_empty()
+    if inner.log_fanout.is_some()
         && let Err(e) = inner.logger_provider.shutdown_with_timeout(timeout)
     {
         errors.push(format!("logs: {e}"));
@@ -296,8 +305,7 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     if let Some(f) = &inner.fanout {
         log_stats(inner.rank.rank, Signal::Traces, &f.stats().exporters);
     }
-    let logs: Vec<_> = inner.log_stats.iter().map(|s| s.snapshot()).collect();
-    log_stats(inner.rank.rank, Signal::Logs, &logs);
+    log_stats(inner.rank.rank, Signal::Logs, &inner.log_stats.snapshots());
     let metrics: Vec<_> = inner.metric_stats.iter().map(|s| s.snapshot()).collect();
     log_stats(inner.rank.rank, Signal::Metrics, &metrics);
     // The process stays set up, as in NeMo Lens: a later enabled setup needs `allow_reinit`.

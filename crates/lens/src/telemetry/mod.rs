@@ -1,10 +1,12 @@
 //! Installing telemetry for one rank: `builder` (the configuration and the decision),
-//! `providers` (the tracer, meter and logger providers, assembled through `pipeline`) and
-//! `handle` (what the application holds afterwards).
+//! `providers` (the tracer, meter and logger providers, assembled through `pipeline`),
+//! `handle` (what the application holds afterwards) and `reload` (its exporters replaced
+//! while it runs, and what triggers that).
 
 mod builder;
 mod handle;
 mod providers;
+mod reload;
 
 use std::sync::atomic::AtomicBool;
 

@@ -15,9 +15,12 @@ use crate::config::{BatchConfig, LensConfig};
 use crate::error::LensError;
 use crate::exporter::ConsoleOut;
 use crate::exporter::python_json::ResourceOrder;
-use crate::logs::BatchLogProcessor;
+use crate::logs::{BatchLogProcessor, FanOutLogProcessor, LogFanOut};
 use crate::pipeline::BuildContext;
+use crate::pipeline::reload::Running;
 use crate::rank::RankInfo;
+use crate::signal::Signal;
+use crate::slots::StatsList;
 use crate::trace::{BatchSpanProcessor, FanOutCore, FanOutSpanProcessor, RankAwareSampler};
 
 pub(super) type SpanFactory =
@@ -54,8 +57,13 @@ pub(super) struct Providers {
     pub(super) meter: SdkMeterProvider,
     pub(super) logger: SdkLoggerProvider,
     pub(super) fanout: Option<Arc<FanOutCore>>,
-    pub(super) log_stats: Vec<Arc<ExporterStats>>,
+    pub(super) log_fanout: Option<Arc<LogFanOut>>,
+    pub(super) log_stats: StatsList,
     pub(super) metric_stats: Vec<Arc<ExporterStats>>,
+    /// The entries built from the config, and the signals they are all of (what a reload
+    /// changes).
+    pub(super) running: Vec<Running>,
+    pub(super) signals: Vec<Signal>,
 }
 
 /// Builds the three providers: no-op ones (no processors, no readers, nothing recorded) on a
@@ -72,13 +80,17 @@ pub(super) fn build(
             meter: SdkMeterProvider::builder().build(),
             logger: SdkLoggerProvider::builder().build(),
             fanout: None,
-            log_stats: Vec::new(),
+            log_fanout: None,
+            log_stats: StatsList::default(),
             metric_stats: Vec::new(),
+            running: Vec::new(),
+            signals: Vec::new(),
         });
     }
     let ctx = BuildContext::new(config, env, who.rank, who.resource.clone())
         .with_console(injected.console_out.clone(), who.resource_order.clone())
         .with_guest_output(injected.guest_output.clone());
+    let mut running = Entries::default();
     let (tracer, fanout) = tracer_provider(
         &ctx,
         config,
@@ -86,18 +98,40 @@ pub(super) fn build(
         &who,
         injected.span_exporters,
         injected.span_processors,
+        &mut running,
     )?;
-    let (meter, metric_stats) =
-        meter_provider(&ctx, config, who.resource, injected.metric_readers)?;
-    let (logger, log_stats) = logger_provider(&ctx, config, who.resource, injected.log_exporters)?;
+    let (meter, metric_stats) = meter_provider(
+        &ctx,
+        config,
+        who.resource,
+        injected.metric_readers,
+        &mut running,
+    )?;
+    let (logger, log_fanout, log_stats) = logger_provider(
+        &ctx,
+        config,
+        who.resource,
+        injected.log_exporters,
+        &mut running,
+    )?;
     Ok(Providers {
         tracer,
         meter,
         logger,
         fanout,
+        log_fanout,
         log_stats,
         metric_stats,
+        running: running.entries,
+        signals: running.signals,
     })
+}
+
+/// The entries built from the config, and the signals built from it.
+#[derive(Default)]
+struct Entries {
+    entries: Vec<Running>,
+    signals: Vec<Signal>,
 }
 
 /// The tracer provider of an exporting rank: the sampler, then the fan-out to one batch
@@ -109,23 +143,30 @@ fn tracer_provider(
     who: &For<'_>,
     span_exporters: Vec<(String, SpanFactory)>,
     span_processors: Vec<Box<dyn SpanProcessor>>,
+    running: &mut Entries,
 ) -> Result<(SdkTracerProvider, Option<Arc<FanOutCore>>), LensError> {
     if !config.traces_enabled {
         return Ok((off_tracer_provider(), None));
     }
     let core = FanOutCore::new(config.close_open_spans_on_shutdown);
     if span_exporters.is_empty() {
+        running.signals.push(Signal::Traces);
         for spec in config.trace_exporters() {
-            let (processor, stats) = ctx.span_processor(&spec, &spec.display_name())?;
-            core.add(processor, Some(stats));
+            let name = spec.display_name();
+            let stats = Arc::new(ExporterStats::new(&name));
+            let built = ctx.span_processor(&spec, &name, &stats)?;
+            core.add(Some(name), built.processor, Some(stats.clone()));
+            let entry = Running::new(Signal::Traces, spec, config, stats, built.wasm);
+            running.entries.push(entry);
         }
     }
     for (name, factory) in span_exporters {
         let stats = Arc::new(ExporterStats::new(name));
-        core.add(Box::new(factory(config.batch, stats.clone())), Some(stats));
+        let processor = Box::new(factory(config.batch, stats.clone()));
+        core.add(None, processor, Some(stats));
     }
     for p in span_processors {
-        core.add(p, None);
+        core.add(None, p, None);
     }
     let builder = SdkTracerProvider::builder()
         .with_resource(who.resource.clone())
@@ -144,6 +185,7 @@ fn meter_provider(
     config: &LensConfig,
     resource: &Resource,
     metric_readers: Vec<ReaderHook>,
+    running: &mut Entries,
 ) -> Result<(SdkMeterProvider, Vec<Arc<ExporterStats>>), LensError> {
     let mut builder = SdkMeterProvider::builder().with_resource(resource.clone());
     let mut all_stats = Vec::new();
@@ -151,12 +193,21 @@ fn meter_provider(
         return Ok((builder.build(), all_stats));
     }
     if metric_readers.is_empty() {
+        running.signals.push(Signal::Metrics);
         for spec in config.metric_exporters() {
-            let (reader, stats) = ctx.metric_reader(&spec, &spec.display_name())?;
-            if let Some(reader) = reader {
-                builder = builder.with_reader(reader);
-            }
-            all_stats.extend(stats);
+            let name = spec.display_name();
+            let Some((built, stats)) = ctx.metric_reader(&spec, &name)? else {
+                // `kind = "none"`: no reader; a reload keeps it, or refuses to change it.
+                let stats = Arc::new(ExporterStats::new(&name));
+                running
+                    .entries
+                    .push(Running::new(Signal::Metrics, spec, config, stats, None));
+                continue;
+            };
+            builder = builder.with_reader(built.processor);
+            all_stats.push(stats.clone());
+            let entry = Running::new(Signal::Metrics, spec, config, stats, built.wasm);
+            running.entries.push(entry);
         }
     }
     for hook in metric_readers {
@@ -172,25 +223,35 @@ fn logger_provider(
     config: &LensConfig,
     resource: &Resource,
     log_exporters: Vec<(String, LogFactory)>,
-) -> Result<(SdkLoggerProvider, Vec<Arc<ExporterStats>>), LensError> {
-    let mut builder = SdkLoggerProvider::builder().with_resource(resource.clone());
-    let mut all_stats = Vec::new();
+    running: &mut Entries,
+) -> Result<(SdkLoggerProvider, Option<Arc<LogFanOut>>, StatsList), LensError> {
+    let builder = SdkLoggerProvider::builder().with_resource(resource.clone());
+    let all_stats = StatsList::default();
     if !config.logs_enabled {
-        return Ok((builder.build(), all_stats));
+        return Ok((builder.build(), None, all_stats));
     }
+    let fanout = Arc::new(LogFanOut::default());
     if log_exporters.is_empty() {
+        running.signals.push(Signal::Logs);
         for spec in config.log_exporters() {
-            let (processor, stats) = ctx.log_processor(&spec, &spec.display_name())?;
-            builder = builder.with_log_processor(processor);
-            all_stats.push(stats);
+            let name = spec.display_name();
+            let stats = Arc::new(ExporterStats::new(&name));
+            let built = ctx.log_processor(&spec, &name, &stats)?;
+            fanout.add(Some(name), built.processor);
+            all_stats.add(stats.clone());
+            let entry = Running::new(Signal::Logs, spec, config, stats, built.wasm);
+            running.entries.push(entry);
         }
     }
     for (name, factory) in log_exporters {
         let stats = Arc::new(ExporterStats::new(name));
-        builder = builder.with_log_processor(factory(config.log_batch, stats.clone()));
-        all_stats.push(stats);
+        fanout.add(None, factory(config.log_batch, stats.clone()));
+        all_stats.add(stats);
     }
-    Ok((builder.build(), all_stats))
+    let provider = builder
+        .with_log_processor(FanOutLogProcessor(fanout.clone()))
+        .build();
+    Ok((provider, Some(fanout), all_stats))
 }
 
 pub(super) fn off_tracer_provider() -> SdkTracerProvider {

@@ -13,6 +13,7 @@ use opentelemetry_sdk::trace::{Span, SpanData, SpanProcessor};
 
 use super::open_spans::OpenSpans;
 use crate::batch::{DeliveryStats, ExporterStats};
+use crate::slots::{Change, Slots, StatsList};
 
 /// Attribute (`true`) and event name on spans that were still open at shutdown and ended
 /// there, as NeMo Lens marks them.
@@ -23,8 +24,8 @@ pub const TRUNCATED_REASON_KEY: &str = "nemo.span.truncated.reason";
 pub const TRUNCATED_REASON: &str = "still open at telemetry shutdown";
 
 pub(crate) struct FanOutCore {
-    processors: RwLock<Vec<Box<dyn SpanProcessor>>>,
-    exporter_stats: RwLock<Vec<Arc<ExporterStats>>>,
+    processors: Slots<Box<dyn SpanProcessor>>,
+    exporter_stats: StatsList,
     resource: RwLock<Option<Resource>>,
     open: Option<Arc<OpenSpans>>,
     produced: AtomicU64,
@@ -34,10 +35,7 @@ pub(crate) struct FanOutCore {
 impl std::fmt::Debug for FanOutCore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FanOutSpanProcessor")
-            .field(
-                "processors",
-                &self.processors.read().map(|p| p.len()).unwrap_or(0),
-            )
+            .field("processors", &self.processors.read().len())
             .finish()
     }
 }
@@ -45,8 +43,8 @@ impl std::fmt::Debug for FanOutCore {
 impl FanOutCore {
     pub(crate) fn new(close_open_spans: bool) -> Arc<Self> {
         Arc::new(Self {
-            processors: RwLock::default(),
-            exporter_stats: RwLock::default(),
+            processors: Slots::default(),
+            exporter_stats: StatsList::default(),
             resource: RwLock::default(),
             open: close_open_spans.then(OpenSpans::new),
             produced: AtomicU64::new(0),
@@ -54,12 +52,27 @@ impl FanOutCore {
         })
     }
 
-    /// Adds a processor; it gets the provider's resource first when that is already known.
+    /// Adds a processor (`name`: the config entry it was built from, which a reload can
+    /// replace or remove); it gets the provider's resource first when that is already known.
     pub(crate) fn add(
         &self,
+        name: Option<String>,
         mut processor: Box<dyn SpanProcessor>,
         stats: Option<Arc<ExporterStats>>,
     ) {
+        self.give_resource(&mut processor);
+        self.processors.push(name, processor);
+        if let Some(stats) = stats {
+            self.exporter_stats.add(stats);
+        }
+    }
+
+    /// The statistics of the exporters.
+    pub(crate) fn exporter_stats(&self) -> &StatsList {
+        &self.exporter_stats
+    }
+
+    fn give_resource(&self, processor: &mut Box<dyn SpanProcessor>) {
         if let Some(resource) = self
             .resource
             .read()
@@ -68,29 +81,24 @@ impl FanOutCore {
         {
             processor.set_resource(resource);
         }
+    }
+
+    /// Applies a reload's changes to the named processors at one instant: every span ended
+    /// before goes to the processors taken out, which are returned (to be shut down), every
+    /// span after to the new ones.
+    pub(crate) fn apply(
+        &self,
+        changes: Vec<Change<Box<dyn SpanProcessor>>>,
+    ) -> Vec<(String, Box<dyn SpanProcessor>)> {
         self.processors
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(processor);
-        if let Some(stats) = stats {
-            self.exporter_stats
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(stats);
-        }
+            .apply(changes, |processor| self.give_resource(processor))
     }
 
     pub(crate) fn stats(&self) -> DeliveryStats {
         DeliveryStats {
             spans_produced: self.produced.load(Relaxed),
             spans_truncated: self.truncated.load(Relaxed),
-            exporters: self
-                .exporter_stats
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .map(|s| s.snapshot())
-                .collect(),
+            exporters: self.exporter_stats.snapshots(),
             log_exporters: Vec::new(),
             metric_exporters: Vec::new(),
         }
@@ -99,12 +107,12 @@ impl FanOutCore {
     fn dispatch(&self, mut span: SpanData) {
         self.produced.fetch_add(1, Relaxed);
         super::flags::mark_root(&mut span);
-        let processors = self.processors.read().unwrap_or_else(|p| p.into_inner());
+        let processors = self.processors.read();
         if let Some((last, rest)) = processors.split_last() {
             for p in rest {
-                p.on_end(span.clone());
+                p.processor.on_end(span.clone());
             }
-            last.on_end(span);
+            last.processor.on_end(span);
         }
     }
 
@@ -141,9 +149,9 @@ impl FanOutCore {
         let deadline = Instant::now()
             .checked_add(timeout)
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365));
-        let processors = self.processors.read().unwrap_or_else(|p| p.into_inner());
+        let processors = self.processors.read();
         let mut errors = Vec::new();
-        for p in processors.iter() {
+        for p in processors.iter().map(|s| &s.processor) {
             let left = deadline.saturating_duration_since(Instant::now());
             if let Err(e) = f(p.as_ref(), left) {
                 errors.push(format!("{p:?}: {e}"));
@@ -163,14 +171,8 @@ pub(crate) struct FanOutSpanProcessor(pub(crate) Arc<FanOutCore>);
 
 impl SpanProcessor for FanOutSpanProcessor {
     fn on_start(&self, span: &mut Span, cx: &Context) {
-        for p in self
-            .0
-            .processors
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
-            p.on_start(span, cx);
+        for p in self.0.processors.read().iter() {
+            p.processor.on_start(span, cx);
         }
     }
 
@@ -191,14 +193,8 @@ impl SpanProcessor for FanOutSpanProcessor {
 
     fn set_resource(&mut self, resource: &Resource) {
         *self.0.resource.write().unwrap_or_else(|p| p.into_inner()) = Some(resource.clone());
-        for p in self
-            .0
-            .processors
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter_mut()
-        {
-            p.set_resource(resource);
+        for p in self.0.processors.write().iter_mut() {
+            p.processor.set_resource(resource);
         }
     }
 }

@@ -179,6 +179,12 @@ fn exporter_counters(meter: &Meter, core: &StatsSource) -> Instruments {
             |e, obs| obs(e.restarts, vec![]),
         ),
         per_exporter(
+            "lens.exporter.reloads",
+            "Sandboxed exporter components swapped in by a reload",
+            "{reload}",
+            |e, obs| obs(e.reloads, vec![]),
+        ),
+        per_exporter(
             "lens.exporter.guest_errors",
             "Export calls a guest answered with an error",
             "{call}",
@@ -197,10 +203,12 @@ fn exporter_counters(meter: &Meter, core: &StatsSource) -> Instruments {
     ]
 }
 
-/// `lens.exporter.memory.peak`, `lens.exporter.latency` and `lens.exporter.disabled`.
+/// `lens.exporter.memory.peak`, `lens.exporter.latency`, `lens.exporter.disabled` and
+/// `lens.exporter.component`.
 fn exporter_gauges(meter: &Meter, core: StatsSource) -> Instruments {
     let c = core.clone();
     let c2 = core.clone();
+    let c3 = core.clone();
     let memory = meter
         .u64_observable_gauge("lens.exporter.memory.peak")
         .with_description("Peak linear memory of a sandboxed exporter instance")
@@ -239,5 +247,22 @@ fn exporter_gauges(meter: &Meter, core: StatsSource) -> Instruments {
             }
         })
         .build();
-    vec![Box::new(memory), Box::new(latency), Box::new(disabled)]
+    let component = meter
+        .u64_observable_gauge("lens.exporter.component")
+        .with_description("1 for the component a sandboxed exporter runs, by its SHA-256")
+        .with_callback(move |o| {
+            for (signal, e) in each(&c3()) {
+                if let Some(sha) = &e.component_sha256 {
+                    let [name, signal] = exporter(signal, e);
+                    o.observe(1, &[name, signal, KeyValue::new("sha256", sha.clone())]);
+                }
+            }
+        })
+        .build();
+    vec![
+        Box::new(memory),
+        Box::new(latency),
+        Box::new(disabled),
+        Box::new(component),
+    ]
 }

@@ -45,6 +45,9 @@ pub(crate) struct Lanes {
     export_timeout: Duration,
     /// Set when the shutdown starts: an export waiting to retry gives up at once.
     closing: AtomicBool,
+    /// Set when a reload replaced these instances: a batch not yet started on one goes to
+    /// the new ones (see `reload`).
+    retired: AtomicBool,
 }
 
 /// How often a wait (to retry, or for a lane) looks again at what it waits for.
@@ -79,6 +82,7 @@ impl Lanes {
             next: AtomicUsize::new(0),
             export_timeout,
             closing: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
         }
     }
 
@@ -118,6 +122,16 @@ impl Lanes {
     /// The exporter's name.
     pub(crate) fn name(&self) -> &str {
         &self.factory.name
+    }
+
+    /// The SHA-256 of the component these instances run, in hex.
+    pub(crate) fn sha256(&self) -> &str {
+        &self.factory.sha256
+    }
+
+    /// The resource the instances are (or will be) initialised with.
+    pub(crate) fn resource(&self) -> Resource {
+        lock(&self.lanes[0]).resource.clone()
     }
 
     /// What the last instance started asked for in `init`.
@@ -257,25 +271,37 @@ impl Lanes {
 
     /// Exports the batch of `items` items that `make` encodes for the lane's instance (from
     /// what it asked for in `init`, and the resource), sending it again while the guest calls
-    /// it retryable and the export deadline allows.
-    pub(crate) fn export(
+    /// it retryable and the export deadline allows. `Err(make)`, the batch untouched, when a
+    /// reload retired these instances before it started on one.
+    pub(crate) fn export<F>(&self, items: u64, make: F) -> Result<OTelSdkResult, F>
+    where
+        F: FnOnce(&Preferences, &Resource) -> Payload,
+    {
+        let mut lane = self.acquire();
+        if lane.shut_down {
+            if self.retired.load(Ordering::Acquire) {
+                return Err(make);
+            }
+            return Ok(Err(OTelSdkError::AlreadyShutdown));
+        }
+        Ok(self.export_on(&mut lane, items, make))
+    }
+
+    fn export_on(
         &self,
+        lane: &mut Lane,
         items: u64,
         make: impl FnOnce(&Preferences, &Resource) -> Payload,
     ) -> OTelSdkResult {
-        let mut lane = self.acquire();
-        if lane.shut_down {
-            return Err(OTelSdkError::AlreadyShutdown);
-        }
-        self.check_backoff(&lane)?;
-        let preferences = match self.ensure_worker(&mut lane) {
+        self.check_backoff(lane)?;
+        let preferences = match self.ensure_worker(lane) {
             Ok(worker) => worker.preferences,
-            Err(fault) => return Err(self.fault(&mut lane, fault)),
+            Err(fault) => return Err(self.fault(lane, fault)),
         };
         let mut payload = make(&preferences, &lane.resource);
         let mut schedule = RetrySchedule::new(Instant::now(), self.export_timeout);
         loop {
-            let (message, delay, back) = match self.call_outcome(&mut lane, Job::Export(payload)) {
+            let (message, delay, back) = match self.call_outcome(lane, Job::Export(payload)) {
                 Err(e) => return Err(e),
                 Ok(Outcome::Retryable {
                     message,
@@ -366,11 +392,43 @@ impl Lanes {
         result
     }
 
+    /// After a reload swapped in new instances: a batch not yet started here goes to them
+    /// from now on; one in progress (retries included) ends here, then every started instance
+    /// gets its `force-flush` and `shutdown` (each within the call deadline). Waits at most
+    /// `timeout` for a lane in use; a lane still exporting then is left to end its batch, and
+    /// its instance ends with it, without the two calls.
+    pub(crate) fn retire(&self, timeout: Duration) -> OTelSdkResult {
+        self.retired.store(true, Ordering::Release);
+        let deadline = Instant::now() + timeout;
+        let mut result = Ok(());
+        for lane in &self.lanes {
+            let Some(mut lane) = self.lock_until(lane, Some(deadline)) else {
+                log::warn!(
+                    "wasm exporter `{}`: an export of the replaced component was still running \
+                     after {timeout:?}; its instance ends with it, without force-flush and \
+                     shutdown",
+                    self.factory.name
+                );
+                result = Err(OTelSdkError::Timeout(timeout));
+                continue;
+            };
+            if std::mem::replace(&mut lane.shut_down, true) || lane.worker.is_none() {
+                continue;
+            }
+            lane.backoff.lift();
+            let flushed = self.call(&mut lane, Job::Flush);
+            let shut = self.call(&mut lane, Job::Shutdown);
+            result = result.and(flushed).and(shut);
+            lane.worker = None;
+        }
+        result
+    }
+
     /// Hands the instances `resource`: a lane whose resource changes starts a fresh instance
     /// with it at its next batch.
-    pub(crate) fn set_resource(&mut self, resource: &Resource) {
-        for lane in self.lanes.iter_mut() {
-            let lane = lane.get_mut().unwrap_or_else(|p| p.into_inner());
+    pub(crate) fn set_resource(&self, resource: &Resource) {
+        for lane in self.lanes.iter() {
+            let mut lane = lock(lane);
             if lane.resource != *resource {
                 lane.resource = resource.clone();
                 lane.worker = None; // the next batch initialises a fresh instance with it

@@ -173,6 +173,8 @@ pub(crate) enum StartError {
 /// sandbox's grants, the settings, the limits, and where to count.
 pub(crate) struct InstanceFactory {
     pub name: Arc<str>,
+    /// The SHA-256 of the component's file, in hex.
+    pub sha256: String,
     pub engine: Engine,
     pub pre: InstancePre<HostState>,
     /// The interface the instances serve.

@@ -10,10 +10,11 @@ use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 
-use super::exporter::Lanes;
 use super::instance::Payload;
+use super::interface::Preferences;
 use super::interface::Signal;
-use super::{GuestOutputCopy, HostInputs, lanes_from_config, start_lanes};
+use super::reload::{Reloadable, Reloaded, reloadable};
+use super::{GuestOutputCopy, HostInputs, reload_from_config, reloadable_from_config};
 use crate::batch::{DirectExport, ExporterStats};
 use crate::bindings::metric_types::Temporality as WitTemporality;
 use crate::config::{BatchConfig, WasmExporterSpec};
@@ -27,7 +28,7 @@ use crate::error::{LensError, WasmSetupError};
 /// per interval with every instrument's data. Its data points are counted like spans:
 /// received, then exported or dropped by reason.
 pub struct WasmMetricExporter {
-    lanes: Lanes,
+    inner: Arc<Reloadable>,
     temporality: Temporality,
     stats: Arc<ExporterStats>,
 }
@@ -35,7 +36,7 @@ pub struct WasmMetricExporter {
 impl std::fmt::Debug for WasmMetricExporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WasmMetricExporter")
-            .field("name", &self.lanes.name())
+            .field("name", &self.inner.name())
             .field("temporality", &self.temporality)
             .finish()
     }
@@ -51,8 +52,8 @@ impl WasmMetricExporter {
         inputs: &HostInputs<'_>,
         stats: Arc<ExporterStats>,
     ) -> Result<Self, WasmSetupError> {
-        let lanes = start_lanes(name, spec, Signal::Metrics, batch, inputs, stats.clone())?;
-        Ok(Self::new(lanes, stats))
+        let inner = reloadable(name, spec, Signal::Metrics, batch, inputs, stats.clone())?;
+        Ok(Self::new(inner, stats))
     }
 
     /// Loads a `.wasm` metric exporter outside a telemetry installation, as
@@ -72,26 +73,46 @@ impl WasmMetricExporter {
         resource: &Resource,
         output: GuestOutputCopy,
     ) -> Result<(Self, Arc<ExporterStats>), LensError> {
-        let (lanes, stats) = lanes_from_config(name, spec, Signal::Metrics, resource, output)?;
-        Ok((Self::new(lanes, stats.clone()), stats))
+        let (inner, stats) = reloadable_from_config(name, spec, Signal::Metrics, resource, output)?;
+        Ok((Self::new(inner, stats.clone()), stats))
     }
 
-    fn new(lanes: Lanes, stats: Arc<ExporterStats>) -> Self {
-        let temporality = match lanes.preferences().and_then(|p| p.temporality) {
-            Some(WitTemporality::Delta) => Temporality::Delta,
-            Some(WitTemporality::LowMemory) => Temporality::LowMemory,
-            Some(WitTemporality::Cumulative) | None => Temporality::Cumulative,
-        };
+    fn new(inner: Reloadable, stats: Arc<ExporterStats>) -> Self {
+        let temporality = temporality(inner.current().preferences().as_ref());
+        inner.set_accept(Box::new(move |p: &Preferences| {
+            let asked = self::temporality(Some(p));
+            if asked == temporality {
+                Ok(())
+            } else {
+                Err(format!(
+                    "its init asks for {asked:?} temporality; the reader aggregates \
+                     {temporality:?} since setup"
+                ))
+            }
+        }));
         Self {
-            lanes,
+            inner: Arc::new(inner),
             temporality,
             stats,
         }
     }
 
+    /// Replaces the running component with the entry `spec`'s, built beside it while it
+    /// exports (see [`super::reload`]); refused when the new one asks for another temporality
+    /// (the reader aggregates with the first one's). Errors name the exporter, the file and
+    /// the step; the running component stays.
+    pub fn reload(&self, spec: &WasmExporterSpec) -> Result<Reloaded, LensError> {
+        reload_from_config(&self.inner, spec, Signal::Metrics)
+    }
+
+    /// The running instances, for a reload from the telemetry handle.
+    pub(crate) fn reloadable(&self) -> Arc<Reloadable> {
+        self.inner.clone()
+    }
+
     /// The encoding the guest asked for, once started.
     pub fn encoding(&self) -> Option<&'static str> {
-        self.lanes.encoding()
+        self.inner.encoding()
     }
 
     /// Exports a collection that arrives as an OTLP request (from outside the Rust SDK: the
@@ -111,7 +132,7 @@ impl WasmMetricExporter {
         export: DirectExport,
     ) -> OTelSdkResult {
         let started = Instant::now();
-        let result = self.lanes.export(export.items(), |preferences, _| {
+        let result = self.inner.export(export.items(), |preferences, _| {
             Payload::Metrics(encode_otlp_metrics(request, preferences.encoding))
         });
         self.stats
@@ -121,13 +142,22 @@ impl WasmMetricExporter {
 
     /// Calls the guest's `force-flush` within `timeout`.
     pub fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
-        self.lanes.force_flush(Some(timeout))
+        self.inner.force_flush(Some(timeout))
     }
 
     /// Hands the guest the resource of the metrics: a new one starts a fresh instance with it
     /// at the next collection (the reader of a Rust installation knows it from the start).
-    pub fn set_resource(&mut self, resource: &Resource) {
-        self.lanes.set_resource(resource);
+    pub fn set_resource(&self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// The temporality a guest asked for in `init` (cumulative when it did not say).
+fn temporality(preferences: Option<&Preferences>) -> Temporality {
+    match preferences.and_then(|p| p.temporality) {
+        Some(WitTemporality::Delta) => Temporality::Delta,
+        Some(WitTemporality::LowMemory) => Temporality::LowMemory,
+        Some(WitTemporality::Cumulative) | None => Temporality::Cumulative,
     }
 }
 
@@ -136,7 +166,7 @@ impl PushMetricExporter for WasmMetricExporter {
         let points = data_points(metrics);
         let started = Instant::now();
         let export = self.stats.begin_direct_export(points);
-        let result = self.lanes.export(points, |preferences, _| {
+        let result = self.inner.export(points, |preferences, _| {
             Payload::Metrics(encode_metrics(metrics, preferences.encoding))
         });
         self.stats
@@ -145,11 +175,11 @@ impl PushMetricExporter for WasmMetricExporter {
     }
 
     fn force_flush(&self) -> OTelSdkResult {
-        self.lanes.force_flush(None)
+        self.inner.force_flush(None)
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.lanes.shutdown(Some(timeout))
+        self.inner.shutdown(Some(timeout))
     }
 
     fn temporality(&self) -> Temporality {

@@ -19,6 +19,7 @@
 //! - `instance`: one guest instance on its worker thread (start, serve calls);
 //! - `exporter`: the lanes of instances serving one signal, with fault backoff, and `retry`,
 //!   when a batch the guest called retryable is sent again;
+//! - [`reload`]: those lanes replaced by a new component's while batches flow (hot reload);
 //! - [`span_exporter`], [`metric_exporter`], [`log_exporter`]: [`WasmSpanExporter`],
 //!   [`WasmMetricExporter`], [`WasmLogExporter`], the SDK's exporter traits over the lanes.
 //!
@@ -37,6 +38,7 @@ pub mod load;
 pub mod log_exporter;
 pub mod metric_exporter;
 pub(crate) mod quota;
+pub mod reload;
 pub(crate) mod retry;
 pub(crate) mod sandbox;
 pub mod span_exporter;
@@ -57,6 +59,7 @@ pub use interface::{GuestInterface, Signal, WIT_VERSION};
 pub use load::{DEFAULT_MAX_FILE_MIB, LoadChecks, LoadedComponent, load};
 pub use log_exporter::WasmLogExporter;
 pub use metric_exporter::WasmMetricExporter;
+pub use reload::Reloaded;
 pub use retry::{FIRST_RETRY, MAX_RETRY_DELAY};
 pub use sandbox::{
     MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES, MemoryLimitExceeded, TABLE_ELEMENT_BYTES,
@@ -72,6 +75,7 @@ use crate::error::LensError;
 pub use crate::error::{GrantError, LoadError, WasmSetupError};
 use exporter::Lanes;
 use instance::{InstanceFactory, StartError};
+use reload::Reloadable;
 use sandbox::Grants;
 
 /// Default linear memory cap: large enough for componentize-py/JS guests (~13 MiB at start).
@@ -157,13 +161,13 @@ pub(crate) fn start_lanes(
 /// starts from: the process environment for `from_host` grants, the cache and the batch
 /// defaults of the signal (with the entry's own `batch` overrides), rank 0. Errors name the
 /// exporter and the file.
-pub(crate) fn lanes_from_config(
+pub(crate) fn reloadable_from_config(
     name: &str,
     spec: &WasmExporterSpec,
     signal: Signal,
     resource: &Resource,
     output: GuestOutputCopy,
-) -> Result<(Lanes, Arc<ExporterStats>), LensError> {
+) -> Result<(Reloadable, Arc<ExporterStats>), LensError> {
     let config = crate::LensConfig::from_env()?;
     let inputs = HostInputs {
         env: &ProcessEnv,
@@ -173,9 +177,21 @@ pub(crate) fn lanes_from_config(
         output,
     };
     let stats = Arc::new(ExporterStats::new(name));
+    let batch = checked_batch(name, spec, signal, &config)?;
+    let exporter = reload::reloadable(name, spec, signal, &batch, &inputs, stats.clone())
+        .map_err(|source| setup_error(name, spec, source))?;
+    Ok((exporter, stats))
+}
+
+/// The effective batch settings of an entry built in code, after the checks a config file
+/// gets.
+fn checked_batch(
+    name: &str,
+    spec: &WasmExporterSpec,
+    signal: Signal,
+    config: &crate::LensConfig,
+) -> Result<BatchConfig, LensError> {
     let defaults = *config.batch_for(signal);
-    let batch = defaults.with_overrides(&spec.batch);
-    // The checks a config file gets, for an entry built in code.
     crate::config::ExporterSpec::Wasm(spec.clone())
         .validate(&defaults)
         .map_err(|message| LensError::Config {
@@ -183,9 +199,20 @@ pub(crate) fn lanes_from_config(
             message,
             source: None,
         })?;
-    let lanes = start_lanes(name, spec, signal, &batch, &inputs, stats.clone())
-        .map_err(|source| setup_error(name, spec, source))?;
-    Ok((lanes, stats))
+    Ok(defaults.with_overrides(&spec.batch))
+}
+
+/// Reloads a `.wasm` exporter built outside a telemetry installation with the entry `spec`:
+/// checked as at setup, its grants from the process environment, compiled through the cache
+/// of the environment's configuration.
+pub(crate) fn reload_from_config(
+    exporter: &Arc<Reloadable>,
+    spec: &WasmExporterSpec,
+    signal: Signal,
+) -> Result<Reloaded, LensError> {
+    let config = crate::LensConfig::from_env()?;
+    checked_batch(exporter.name(), spec, signal, &config)?;
+    exporter.reload(spec, &ProcessEnv, &config.wasm_cache)
 }
 
 /// `source` as the [`LensError`] naming the exporter and its file.
@@ -226,6 +253,7 @@ pub(crate) fn factory(
     );
     Ok(InstanceFactory {
         name: name.into(),
+        sha256: loaded.sha256.clone(),
         engine: engine.clone(),
         pre: loaded.pre,
         interface,

@@ -7,10 +7,10 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 
-use super::exporter::Lanes;
 use super::instance::Payload;
 use super::interface::Signal;
-use super::{GuestOutputCopy, HostInputs, lanes_from_config, start_lanes};
+use super::reload::{Reloadable, Reloaded, reloadable};
+use super::{GuestOutputCopy, HostInputs, reload_from_config, reloadable_from_config};
 use crate::batch::ExporterStats;
 use crate::config::{BatchConfig, WasmExporterSpec};
 use crate::error::{LensError, WasmSetupError};
@@ -20,13 +20,13 @@ use crate::error::{LensError, WasmSetupError};
 /// `max_concurrent_exports`. Spans are encoded on the instance's worker, in the encoding the
 /// guest asked for.
 pub struct WasmSpanExporter {
-    lanes: Lanes,
+    inner: Arc<Reloadable>,
 }
 
 impl std::fmt::Debug for WasmSpanExporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WasmSpanExporter")
-            .field("name", &self.lanes.name())
+            .field("name", &self.inner.name())
             .finish()
     }
 }
@@ -41,8 +41,10 @@ impl WasmSpanExporter {
         inputs: &HostInputs<'_>,
         stats: Arc<ExporterStats>,
     ) -> Result<Self, WasmSetupError> {
-        let lanes = start_lanes(name, spec, Signal::Traces, batch, inputs, stats)?;
-        Ok(Self { lanes })
+        let inner = reloadable(name, spec, Signal::Traces, batch, inputs, stats)?;
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
     }
 
     /// Loads a `.wasm` span exporter outside a telemetry installation (tests, benchmarks,
@@ -63,38 +65,51 @@ impl WasmSpanExporter {
         resource: &Resource,
         output: GuestOutputCopy,
     ) -> Result<(Self, Arc<ExporterStats>), LensError> {
-        let (lanes, stats) = lanes_from_config(name, spec, Signal::Traces, resource, output)?;
-        Ok((Self { lanes }, stats))
+        let (inner, stats) = reloadable_from_config(name, spec, Signal::Traces, resource, output)?;
+        let inner = Arc::new(inner);
+        Ok((Self { inner }, stats))
+    }
+
+    /// Replaces the running component with the entry `spec`'s, built beside it while it
+    /// exports (see [`super::reload`]): a batch is exported whole by one of the two. Errors
+    /// name the exporter, the file and the step; the running component stays.
+    pub fn reload(&self, spec: &WasmExporterSpec) -> Result<Reloaded, LensError> {
+        reload_from_config(&self.inner, spec, Signal::Traces)
+    }
+
+    /// The running instances, for a reload from the telemetry handle.
+    pub(crate) fn reloadable(&self) -> Arc<Reloadable> {
+        self.inner.clone()
     }
 
     /// Calls every instance's `force-flush`, giving up after `timeout` (an export in progress,
     /// retries included, holds its instance until it ends).
     pub fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
-        self.lanes.force_flush(Some(timeout))
+        self.inner.force_flush(Some(timeout))
     }
 
     /// The batch encoding the guest asked for (`typed`, `otlp-protobuf` or `otlp-json`), once
     /// started.
     pub fn encoding(&self) -> Option<&'static str> {
-        self.lanes.encoding()
+        self.inner.encoding()
     }
 }
 
 impl SpanExporter for WasmSpanExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        self.lanes
+        self.inner
             .export(batch.len() as u64, |_, _| Payload::Spans(batch))
     }
 
     fn force_flush(&self) -> OTelSdkResult {
-        self.lanes.force_flush(None)
+        self.inner.force_flush(None)
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.lanes.shutdown(Some(timeout))
+        self.inner.shutdown(Some(timeout))
     }
 
     fn set_resource(&mut self, resource: &Resource) {
-        self.lanes.set_resource(resource);
+        self.inner.set_resource(resource);
     }
 }

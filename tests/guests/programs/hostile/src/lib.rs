@@ -121,6 +121,9 @@ impl Guest for Hostile {
         if s.mode == "refuse-init" {
             return Err("this exporter refuses to start".into());
         }
+        if s.mode == "trap-init" {
+            panic!("this exporter traps in init");
+        }
         if let Some(ms) = get("init_sleep_ms").and_then(|v| v.parse().ok()) {
             std::thread::sleep(std::time::Duration::from_millis(ms));
         }

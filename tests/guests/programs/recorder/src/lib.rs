@@ -5,7 +5,8 @@
 //! reports K items rejected; `temporality` (metrics) is `cumulative` or `delta`; `discard =
 //! true` accepts batches without writing them; `panic_on = NAME` panics (traps) on a typed
 //! batch holding a span, metric or log body of that name; `hang = true` blocks every export in
-//! a host call (a sleep) until the host's deadline cancels it.
+//! a host call (a sleep) until the host's deadline cancels it; `lifecycle = true` also writes
+//! a line for each `force-flush` and `shutdown`.
 
 use std::fs::File;
 use std::io::Write;
@@ -36,6 +37,8 @@ static DISCARD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 static PANIC_ON: Mutex<Option<String>> = Mutex::new(None);
 /// `hang = true`: every export sleeps for good.
 static HANG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `lifecycle = true`: `force-flush` and `shutdown` write a line each.
+static LIFECYCLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn value(v: &Value) -> Json {
     match v {
@@ -90,6 +93,10 @@ fn setup(settings: &[(String, String)], resource: &Resource) -> Result<Encoding,
     *PANIC_ON.lock().unwrap() = get(settings, "panic_on");
     HANG.store(
         get(settings, "hang").as_deref() == Some("true"),
+        Ordering::Relaxed,
+    );
+    LIFECYCLE.store(
+        get(settings, "lifecycle").as_deref() == Some("true"),
         Ordering::Relaxed,
     );
     let encoding = match get(settings, "encoding").as_deref() {
@@ -212,6 +219,9 @@ impl Guest for Recorder {
     }
 
     fn force_flush() -> Result<(), String> {
+        if LIFECYCLE.load(Ordering::Relaxed) {
+            write(json!({"force_flush": true}))?;
+        }
         let mut out = OUT.lock().unwrap();
         out.as_mut()
             .map(|f| f.flush().map_err(|e| e.to_string()))
@@ -219,6 +229,9 @@ impl Guest for Recorder {
     }
 
     fn shutdown() -> Result<(), String> {
+        if LIFECYCLE.load(Ordering::Relaxed) {
+            write(json!({"shutdown": true}))?;
+        }
         let file = OUT.lock().unwrap().take();
         match file {
             Some(mut f) => f.flush().map_err(|e| e.to_string()),

@@ -1,0 +1,96 @@
+//! `lens demo --reload-after-s N --reload-config FILE`: every rank swaps its exporter while it
+//! trains, and the summary says which component each ended on.
+
+use lens_test_support::dist;
+
+use super::sha256;
+
+/// A demo config whose span entry `vendor` runs `component` writing `rank-N.<tag>.jsonl`.
+fn config(out: &std::path::Path, component: &str, tag: &str) -> String {
+    format!(
+        r#"enabled = true
+export_strategy = "all_ranks"
+metrics_enabled = false
+
+[[traces.exporters]]
+kind = "wasm"
+name = "vendor"
+path = "{}"
+settings = {{ path = "/out/rank-{{dl.rank}}.{tag}.jsonl" }}
+preopens = [{{ host = "{}", guest = "/out", read_only = false }}]
+"#,
+        dist(component).display(),
+        out.display()
+    )
+}
+
+#[test]
+fn every_rank_of_the_demo_reloads_and_the_summary_shows_its_component() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    std::fs::write(out.join("a.toml"), config(out, "rust-jsonl.wasm", "a")).unwrap();
+    std::fs::write(out.join("b.toml"), config(out, "c-jsonl.wasm", "b")).unwrap();
+    let run = crate::lens()
+        .current_dir(out)
+        .args([
+            "demo",
+            "--ranks",
+            "2",
+            "--duration-s",
+            "2",
+            "--step-ms",
+            "1",
+        ])
+        .args(["--config", "a.toml", "--reload-after-s", "0.5"])
+        .args(["--reload-config", "b.toml", "--out", "o"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let short = &sha256(&dist("c-jsonl.wasm"))[..12];
+    let run_dir = std::fs::read_dir(out.join("o"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let ranks: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(ranks.len(), 2);
+    for r in &ranks {
+        let rank = r["rank"].as_u64().unwrap();
+        let notes = r["notes"].to_string();
+        assert!(
+            notes.contains("reload at 0.5s from b.toml")
+                && notes.contains(&format!("traces `vendor` swapped to {short}")),
+            "{notes}"
+        );
+        assert_eq!(
+            r["components"],
+            serde_json::json!([format!("traces `vendor`: {short} (1 reload)")])
+        );
+        // Every span the rank produced is in one of the two files, once.
+        let count = |tag: &str| {
+            std::fs::read_to_string(out.join(format!("rank-{rank}.{tag}.jsonl")))
+                .unwrap()
+                .lines()
+                .count() as u64
+        };
+        let (a, b) = (count("a"), count("b"));
+        assert!(a > 0 && b > 0, "rank {rank}: {a} then {b}");
+        assert_eq!(a + b, r["exported"].as_u64().unwrap());
+        assert_eq!(r["exported"], r["produced"]);
+    }
+    assert_eq!(
+        stdout
+            .matches(&format!("ended on: traces `vendor`: {short} (1 reload)"))
+            .count(),
+        2,
+        "{stdout}"
+    );
+}
