@@ -2,9 +2,9 @@
 //! or a Lens config file), the batch settings of their hand-off queue, the resource they
 //! follow, and their counters as JSON.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use lens::config::{BatchConfig, ExporterSpec, WasmExporterSpec};
+use lens::config::{BatchConfig, ExporterSpec, ReloadConfig, WasmExporterSpec};
 use lens::opentelemetry_sdk::Resource;
 use lens::trace::ExporterStats;
 use lens::{LensConfig, Signal};
@@ -18,6 +18,8 @@ pub struct Entry {
     pub name: String,
     pub spec: WasmExporterSpec,
     pub batch: BatchConfig,
+    /// The config file it comes from, and that file's `[reload]` table.
+    pub source: Option<(PathBuf, ReloadConfig)>,
 }
 
 pub fn load_error(e: impl std::fmt::Display) -> PyErr {
@@ -37,18 +39,39 @@ impl Entry {
     fn new(config: &LensConfig, spec: WasmExporterSpec, signal: Signal) -> Self {
         let batch = config.batch_for(signal).with_overrides(&spec.batch);
         let name = ExporterSpec::Wasm(spec.clone()).display_name();
-        Self { name, spec, batch }
+        Self {
+            name,
+            spec,
+            batch,
+            source: None,
+        }
     }
 
     /// The `kind = "wasm"` entry of `signal` in the Lens config file at `path` named `name`
     /// (its `name` key, else its file's stem); without a name, the only one.
     pub fn from_config(path: &Path, name: Option<&str>, signal: Signal) -> PyResult<Self> {
-        let config = LensConfig::from_file(path).map_err(load_error)?;
+        Self::find(path, name, signal).map_err(load_error)
+    }
+
+    /// [`Self::from_config`], its error as text (for a thread without the GIL).
+    pub fn find(path: &Path, name: Option<&str>, signal: Signal) -> Result<Self, String> {
+        let config = LensConfig::from_file(path).map_err(|e| e.to_string())?;
+        let mut entry = Self::in_config(&config, path, name, signal)?;
+        entry.source = Some((path.to_path_buf(), config.reload));
+        Ok(entry)
+    }
+
+    fn in_config(
+        config: &LensConfig,
+        path: &Path,
+        name: Option<&str>,
+        signal: Signal,
+    ) -> Result<Self, String> {
         let table = format!("[[{}.exporters]]", signal.as_str());
-        let entries: Vec<Entry> = signal_exporters(&config, signal)
+        let entries: Vec<Entry> = signal_exporters(config, signal)
             .iter()
             .filter_map(|e| match e {
-                ExporterSpec::Wasm(w) => Some(Self::new(&config, w.clone(), signal)),
+                ExporterSpec::Wasm(w) => Some(Self::new(config, w.clone(), signal)),
                 _ => None,
             })
             .collect();
@@ -62,16 +85,16 @@ impl Entry {
             (Some(wanted), _) => wanted,
             (None, 1) => return Ok(entries.into_iter().next().expect("one entry")),
             (None, 0) => {
-                return Err(load_error(format!(
+                return Err(format!(
                     "{}: no `kind = \"wasm\"` entry in {table}",
                     path.display()
-                )));
+                ));
             }
             (None, _) => {
-                return Err(load_error(format!(
+                return Err(format!(
                     "{}: several wasm exporters in {table} ({names}): pass name=",
                     path.display()
-                )));
+                ));
             }
         };
         let message = format!(
@@ -81,7 +104,7 @@ impl Entry {
         entries
             .into_iter()
             .find(|e| e.name == wanted)
-            .ok_or_else(|| load_error(message))
+            .ok_or(message)
     }
 }
 

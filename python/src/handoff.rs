@@ -54,6 +54,7 @@ pub trait Guest: Resourced + Send + Sync + 'static {
     fn shut_down(&self, timeout: Duration) -> OTelSdkResult;
     fn encoding(&self) -> Option<&'static str>;
     fn reload(&self, spec: &WasmExporterSpec) -> Result<Reloaded, LensError>;
+    fn runs(&self, spec: &WasmExporterSpec) -> bool;
 }
 
 macro_rules! guest {
@@ -71,6 +72,9 @@ macro_rules! guest {
             fn reload(&self, spec: &WasmExporterSpec) -> Result<Reloaded, LensError> {
                 <$ty>::reload(self, spec)
             }
+            fn runs(&self, spec: &WasmExporterSpec) -> bool {
+                <$ty>::runs(self, spec)
+            }
         }
     };
 }
@@ -87,34 +91,58 @@ pub struct Core<E, Q> {
     /// `None`: blocking.
     pub queue: Option<Q>,
     resource: Mutex<ResourceFollower>,
-    shut_down: AtomicBool,
+    /// Set at shutdown (shared with the thread watching the config file, if any).
+    shut_down: Arc<AtomicBool>,
     shutdown_timeout: Duration,
     /// The entry the guest runs now (a reload by `.wasm` path changes its file only).
-    spec: Mutex<WasmExporterSpec>,
+    spec: Arc<Mutex<WasmExporterSpec>>,
 }
 
 impl<E: Guest, Q: Queue> Core<E, Q> {
-    /// The core of `exporter`; `queue`, when given, makes the processor it hands off to.
-    /// The core of `entry`'s `exporter`; `queue`, when given, makes the processor it hands off
-    /// to. A shutdown without a timeout (the SDK's processors call `shutdown()` without one)
-    /// gets the entry's `batch.shutdown_timeout_ms`.
+    /// The core of `entry`'s `exporter` (of `signal`); `queue`, when given, makes the
+    /// processor it hands off to. A shutdown without a timeout (the SDK's processors call
+    /// `shutdown()` without one) gets the entry's `batch.shutdown_timeout_ms`. An entry from a
+    /// config file with `[reload] watch = true` is reloaded when the file changes.
     pub fn new(
         entry: Entry,
+        signal: Signal,
         exporter: E,
         stats: Arc<ExporterStats>,
         queue: Option<impl FnOnce(Arc<Following<E>>) -> Q>,
     ) -> Self {
         let following = Following::new(exporter);
-        Self {
+        let core = Self {
             queue: queue.map(|make| make(following.clone())),
             shutdown_timeout: Duration::from_millis(entry.batch.shutdown_timeout_ms),
-            spec: Mutex::new(entry.spec),
+            spec: Arc::new(Mutex::new(entry.spec)),
             name: entry.name,
             following,
             stats,
             resource: Mutex::new(ResourceFollower::new()),
-            shut_down: AtomicBool::new(false),
+            shut_down: Arc::default(),
+        };
+        if let Some((file, reload)) = entry.source {
+            if reload.sighup {
+                log::warn!(
+                    "wasm exporter `{}`: `reload.sighup` in {} applies to Rust installations; \
+                     in Python, call exporter.reload(path) from a signal handler",
+                    core.name,
+                    file.display()
+                );
+            }
+            if reload.watch {
+                let watched = crate::watch::Watched {
+                    following: Arc::downgrade(&core.following),
+                    spec: core.spec.clone(),
+                    closed: core.shut_down.clone(),
+                    name: core.name.clone(),
+                    signal,
+                };
+                let poll = Duration::from_millis(reload.poll_interval_ms);
+                crate::watch::start(watched, reload.file.unwrap_or(file), poll);
+            }
         }
+        core
     }
 
     pub fn encoding(&self) -> Option<&'static str> {
@@ -203,17 +231,40 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
         result.err().map(|e| e.to_string())
     }
 
-    /// Replaces the guest's component while batches flow (see `lens::wasm::reload`): `source`
-    /// is a `.wasm` file (the running entry with that file) or a Lens TOML file (its wasm entry
-    /// of `signal` named like this exporter). The new component's SHA-256; an error naming the
+    /// Replaces the guest's component while batches flow (see `lens::wasm::reload`): with
+    /// `keywords` (the JSON of a wasm entry), that entry for the file `source`; else `source` is
+    /// a `.wasm` file (the running entry with that file) or a Lens TOML file (its wasm entry of
+    /// `signal` named like this exporter). The new component's SHA-256; an error naming the
     /// file and the step leaves the running one in place.
-    pub fn reload(&self, py: Python<'_>, source: &Path, signal: Signal) -> PyResult<String> {
-        let spec = if source.extension().is_some_and(|e| e == "toml") {
-            Entry::from_config(source, Some(&self.name), signal)?.spec
-        } else {
-            let mut spec = self.spec.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            spec.path = source.to_path_buf();
-            spec
+    pub fn reload(
+        &self,
+        py: Python<'_>,
+        source: &Path,
+        keywords: Option<&str>,
+        signal: Signal,
+    ) -> PyResult<String> {
+        let spec = match keywords {
+            Some(json) => {
+                let mut spec = Entry::from_json(json, signal)?.spec;
+                match &spec.name {
+                    Some(name) if *name != self.name => {
+                        return Err(load_error(format!(
+                            "wasm exporter `{}`: a reload keeps the exporter's name (asked: `{name}`)",
+                            self.name
+                        )));
+                    }
+                    _ => spec.name = Some(self.name.clone()),
+                }
+                spec
+            }
+            None if source.extension().is_some_and(|e| e == "toml") => {
+                Entry::from_config(source, Some(&self.name), signal)?.spec
+            }
+            None => {
+                let mut spec = self.spec.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                spec.path = source.to_path_buf();
+                spec
+            }
         };
         let reloaded = py
             .detach(|| self.following.with(|e| e.reload(&spec)))
@@ -289,10 +340,17 @@ macro_rules! core_methods {
                 self.0.stats_json()
             }
 
-            /// Replaces the component while batches flow: `source` is a `.wasm` file or a
-            /// Lens TOML file; the new component's SHA-256.
-            fn reload(&self, py: Python<'_>, source: std::path::PathBuf) -> PyResult<String> {
-                self.0.reload(py, &source, $signal)
+            /// Replaces the component while batches flow: `source` is a `.wasm` file (with
+            /// `keywords_json`, the JSON of a whole entry for it) or a Lens TOML file; the new
+            /// component's SHA-256.
+            #[pyo3(signature = (source, keywords_json=None))]
+            fn reload(
+                &self,
+                py: Python<'_>,
+                source: std::path::PathBuf,
+                keywords_json: Option<&str>,
+            ) -> PyResult<String> {
+                self.0.reload(py, &source, keywords_json, $signal)
             }
         }
     };

@@ -9,7 +9,8 @@
 //! - [`core`]: entries (keywords or a config file), the resource a guest follows, counters;
 //! - [`following`]: an exporter shared by the converting and the exporting thread;
 //! - [`spans`], [`metrics`], [`logs`]: the cores, each handing batches off to Lens's own queue
-//!   and export thread, or waiting for the guest (the GIL released).
+//!   and export thread, or waiting for the guest (the GIL released);
+//! - [`watch`]: `[reload] watch = true` for an exporter built from a config file.
 
 mod convert;
 mod core;
@@ -19,6 +20,7 @@ mod logs;
 mod metric_queue;
 mod metrics;
 mod spans;
+mod watch;
 
 use std::path::PathBuf;
 

@@ -38,7 +38,7 @@ impl LogCore {
                 queue_stats,
             )
         });
-        Ok(Self(Core::new(entry, exporter, stats, queue)))
+        Ok(Self(Core::new(entry, Signal::Logs, exporter, stats, queue)))
     }
 }
 

@@ -36,7 +36,13 @@ impl MetricCore {
         let queue = (!blocking).then_some(move |f: Arc<Following<WasmMetricExporter>>| {
             MetricQueue::new(&name, f, queue_stats)
         });
-        Ok(Self(Core::new(entry, exporter, stats, queue)))
+        Ok(Self(Core::new(
+            entry,
+            Signal::Metrics,
+            exporter,
+            stats,
+            queue,
+        )))
     }
 }
 

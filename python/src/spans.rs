@@ -33,7 +33,13 @@ impl SpanCore {
         let queue_stats = stats.clone();
         let queue =
             (!blocking).then_some(move |f| BatchSpanProcessor::new(Handle(f), batch, queue_stats));
-        Ok(Self(Core::new(entry, exporter, stats, queue)))
+        Ok(Self(Core::new(
+            entry,
+            Signal::Traces,
+            exporter,
+            stats,
+            queue,
+        )))
     }
 }
 

@@ -9,6 +9,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import time
 
 import lens
 import pytest
@@ -171,6 +172,16 @@ def test_a_standalone_exporter_reloads_from_a_wasm_file_and_a_config_file(guests
     # A `.wasm` path keeps the running entry's settings: `b.jsonl` starts again.
     assert exporter.reload(second) == sha256(second)
     export("s3")
+    # With keywords, a whole new entry: other settings, other file.
+    sha = exporter.reload(
+        recorder,
+        settings={"out": "/out/c.jsonl", "encoding": "typed"},
+        preopens=[{"host": str(tmp_path), "guest": "/out", "read_only": False}],
+    )
+    assert sha == sha256(recorder)
+    export("s4")
+    with pytest.raises(lens.ExporterLoadError, match=r"keeps the exporter's name"):
+        exporter.reload(recorder, settings={"out": "/out/d.jsonl"}, name="other")
     with pytest.raises(lens.ExporterLoadError, match=r"no wasm exporter named `vendor`"):
         (tmp_path / "other.toml").write_text(
             entry_toml(recorder, tmp_path, "x.jsonl").replace('"vendor"', '"other"')
@@ -179,6 +190,45 @@ def test_a_standalone_exporter_reloads_from_a_wasm_file_and_a_config_file(guests
     exporter.shutdown()
     assert span_numbers(tmp_path / "a.jsonl") == [0]
     assert span_numbers(tmp_path / "b.jsonl") == [3]
+    assert span_numbers(tmp_path / "c.jsonl") == [4]
     stats = exporter.stats()
-    assert (stats["reloads"], stats["component_sha256"]) == (2, sha256(second))
-    assert stats["received"] == stats["exported"] == 4
+    assert (stats["reloads"], stats["component_sha256"]) == (3, sha256(recorder))
+    assert stats["received"] == stats["exported"] == 5
+
+
+def test_an_exporter_from_a_watched_config_file_reloads_when_the_file_changes(guests, tmp_path):
+    recorder = guests["recorder"]
+    config = tmp_path / "lens.toml"
+    watch = "[reload]\nwatch = true\npoll_interval_ms = 50\n"
+    config.write_text(watch + entry_toml(recorder, tmp_path, "a.jsonl", lifecycle=False))
+    exporter = lens.WasmSpanExporter.from_config(config, blocking=True)
+    tracer = TracerProvider().get_tracer("t")
+
+    def export(name):
+        with tracer.start_as_current_span(name) as span:
+            pass
+        assert exporter.export([span]).name == "SUCCESS"
+
+    def wait_for_reloads(n):
+        deadline = time.monotonic() + 10
+        while exporter.stats()["reloads"] != n:
+            assert time.monotonic() < deadline, exporter.stats()
+            time.sleep(0.02)
+
+    export("s0")
+    # A bad edit is refused (logged); the running component stays.
+    config.write_text("enabled = maybe")
+    time.sleep(0.3)
+    export("s1")
+    second = variant(recorder, tmp_path, "w")
+    config.write_text(watch + entry_toml(second, tmp_path, "b.jsonl", lifecycle=False))
+    wait_for_reloads(1)
+    export("s2")
+    assert exporter.stats()["component_sha256"] == sha256(second)
+    # Only the formatting changes: the entry is kept.
+    config.write_text("\n" + watch + entry_toml(second, tmp_path, "b.jsonl", lifecycle=False))
+    time.sleep(0.3)
+    assert exporter.stats()["reloads"] == 1
+    exporter.shutdown()
+    assert span_numbers(tmp_path / "a.jsonl") == [0, 1]
+    assert span_numbers(tmp_path / "b.jsonl") == [2]

@@ -146,9 +146,10 @@ class Sandboxed:
         dropped at shutdown. Idempotent."""
         self._core.shutdown(None if timeout_millis is None else int(timeout_millis))
 
-    def reload(self, source: str | PathLike[str]) -> str:
+    def reload(self, source: str | PathLike[str], **keywords: Any) -> str:
         """Replaces the running component while batches flow, and returns the new one's
-        SHA-256. ``source`` is a ``.wasm`` file (this exporter's settings, with that file) or a
+        SHA-256. ``source`` is a ``.wasm`` file (this exporter's settings, with that file, or
+        with ``keywords`` given, the entry they describe, as the constructor takes them) or a
         Lens TOML file (its ``kind = "wasm"`` entry of this signal named like this exporter).
         The new component is loaded, compiled, instantiated and ``init``-ed beside the running
         one, which keeps exporting; the switch falls between two batches, and the old instance
@@ -156,6 +157,8 @@ class Sandboxed:
         ``component_sha256`` in ``stats()``). Raises ``ExporterLoadError`` naming the file and
         the failed step (load, interface check, link, grants, start, init, preferences); the
         running component stays. The entry's ``batch`` settings cannot change."""
+        if keywords:
+            return self._core.reload(str(source), spec_json(source, **keywords))
         return self._core.reload(str(source))
 
     def stats(self) -> dict[str, Any]:

@@ -42,7 +42,8 @@ class WasmLogExporter(Sandboxed, _LogExporterBase):
         blocking: bool = False,
     ) -> WasmLogExporter:
         """The ``kind = "wasm"`` entry of a Lens TOML file's ``[[logs.exporters]]`` named
-        ``name``, or the only one."""
+        ``name``, or the only one; ``[reload] watch = true`` there reloads it when the file
+        changes (see ``reload``)."""
         expect_signal(signal, "logs", cls)
         exporter = cls.__new__(cls)
         exporter._core = LogCore.from_config(str(path), name, blocking=blocking)

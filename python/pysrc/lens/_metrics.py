@@ -87,7 +87,8 @@ class WasmMetricExporter(Sandboxed, MetricExporter):
         blocking: bool = False,
     ) -> WasmMetricExporter:
         """The ``kind = "wasm"`` entry of a Lens TOML file's ``[[metrics.exporters]]`` named
-        ``name``, or the only one."""
+        ``name``, or the only one; ``[reload] watch = true`` there reloads it when the file
+        changes (see ``reload``)."""
         expect_signal(signal, "metrics", cls)
         exporter = cls.__new__(cls)
         exporter._start(MetricCore.from_config(str(path), name, blocking=blocking))

@@ -48,7 +48,8 @@ class WasmSpanExporter(Sandboxed, SpanExporter):
     ) -> WasmSpanExporter:
         """The ``kind = "wasm"`` entry of a Lens TOML file's ``[[traces.exporters]]``: the one
         named ``name`` (its ``name`` key, else its file's stem), or the only one. Rust and Python
-        ranks then share one exporter definition."""
+        ranks then share one exporter definition. With ``[reload] watch = true`` in the file, the
+        exporter reloads from its entry when the file changes (see ``reload``)."""
         expect_signal(signal, "traces", cls)
         exporter = cls.__new__(cls)
         exporter._core = SpanCore.from_config(str(path), name, blocking=blocking)

@@ -175,7 +175,7 @@ test("a metric exporter's temporality reaches the host", () => {
 
 test("the docs example runs", async () => {
   // The JavaScript snippet of docs/writing-an-exporter.md, with its import pointed at the SDK.
-  const { readFile, writeFile, mkdtemp } = await import("node:fs/promises");
+  const { readFile, writeFile, mkdtemp, rm } = await import("node:fs/promises");
   const { join } = await import("node:path");
   const { tmpdir } = await import("node:os");
   const docs = await readFile(new URL("../../../docs/writing-an-exporter.md", import.meta.url), "utf8");
@@ -183,9 +183,12 @@ test("the docs example runs", async () => {
   let snippet = section.slice(section.indexOf("```js\n") + 6);
   snippet = snippet.slice(0, snippet.indexOf("```"));
   const sdk = new URL("../lens-exporter-sdk.js", import.meta.url).href;
-  const file = join(await mkdtemp(join(tmpdir(), "lens-docs-")), "exporter.mjs");
+  const dir = await mkdtemp(join(tmpdir(), "lens-docs-"));
+  const file = join(dir, "exporter.mjs");
   await writeFile(file, snippet.replace(/from "[^"]*lens-exporter-sdk\.js"/, `from "${sdk}"`));
+  // Imported, the module no longer needs its file.
   const { spanExporter } = await import(file);
+  await rm(dir, { recursive: true });
   const printed = [];
   const log = console.log;
   console.log = (...args) => printed.push(args);

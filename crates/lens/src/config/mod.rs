@@ -8,6 +8,7 @@ pub mod env;
 mod exporters;
 pub mod python;
 pub mod secret;
+mod watch;
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,7 @@ pub use exporters::{
     WasmExporterSpec, WasmPreopen,
 };
 pub use secret::Secret;
+pub use watch::FileWatch;
 
 use crate::error::LensError;
 use crate::signal::Signal;

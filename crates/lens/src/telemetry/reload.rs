@@ -13,11 +13,10 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use opentelemetry_sdk::Resource;
-use sha2::{Digest as _, Sha256};
 
 use super::handle::{HandleInner, TelemetryHandle};
-use crate::config::LensConfig;
 use crate::config::env::EnvSource;
+use crate::config::{FileWatch, LensConfig};
 use crate::error::LensError;
 use crate::exporter::ConsoleOut;
 use crate::exporter::python_json::ResourceOrder;
@@ -156,14 +155,6 @@ fn log_report(rank: u32, report: &ReloadReport) {
     }
 }
 
-/// The SHA-256 of the file's text, `None` when it cannot be read (missing for a moment while
-/// it is rewritten, or larger than a config file may be: no reload then).
-fn digest(path: &Path) -> Option<[u8; 32]> {
-    crate::config::read_config_file(path)
-        .ok()
-        .map(|text| Sha256::digest(text).into())
-}
-
 /// Starts the trigger thread `[reload]` asks for, if any. Errors name the key.
 pub(super) fn start_triggers(
     inner: &Arc<HandleInner>,
@@ -221,7 +212,7 @@ fn watch_loop(
 ) {
     // SIGHUP is looked at more often than a slow poll of the file.
     let tick = poll.min(Duration::from_millis(100));
-    let mut seen = digest(file);
+    let mut watched = FileWatch::new(file);
     let mut since_poll = Duration::ZERO;
     while !stop.load(Ordering::Acquire) {
         std::thread::sleep(tick);
@@ -230,12 +221,7 @@ fn watch_loop(
         let mut changed = false;
         if watch && since_poll >= poll {
             since_poll = Duration::ZERO;
-            let now = digest(file);
-            // A file being rewritten may be missing for a moment: wait for it to come back.
-            if now.is_some() && now != seen {
-                seen = now;
-                changed = true;
-            }
+            changed = watched.changed();
         }
         if !(signalled || changed) {
             continue;

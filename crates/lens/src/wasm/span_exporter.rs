@@ -77,6 +77,12 @@ impl WasmSpanExporter {
         reload_from_config(&self.inner, spec, Signal::Traces)
     }
 
+    /// Whether the exporter runs the entry `spec` as it is: the same settings, and a file
+    /// whose SHA-256 is the running component's (a reload would keep it).
+    pub fn runs(&self, spec: &WasmExporterSpec) -> bool {
+        self.inner.unchanged(spec)
+    }
+
     /// The running instances, for a reload from the telemetry handle.
     pub(crate) fn reloadable(&self) -> Arc<Reloadable> {
         self.inner.clone()
