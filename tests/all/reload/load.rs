@@ -189,3 +189,46 @@ fn a_reload_of_a_standalone_exporter_swaps_between_batches() {
     assert_eq!((s.reloads, s.component_sha256), (1, Some(sha256(&variant))));
     assert!(!out.join("three.jsonl").exists());
 }
+
+#[test]
+fn a_reload_under_load_with_two_instances_loses_and_repeats_nothing() {
+    // Two batches export side by side: the switch cannot split the output in order, but every
+    // span is still exported once or counted as dropped.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    let variant = recorder_variant(out, "lanes");
+    let config = |spec: lens::config::WasmExporterSpec| {
+        let mut c = traces_config(vec![ExporterSpec::Wasm(spec)]);
+        c.batch.max_concurrent_exports = 2;
+        c
+    };
+    // A file per instance (`{lens.instance}`): two writers would interleave in one.
+    let handle = install(config(vendor(
+        out,
+        RECORDER.as_ref(),
+        "a-{lens.instance}.jsonl",
+    )));
+    let producer = Producer::start(&handle);
+    std::thread::sleep(Duration::from_millis(300));
+    handle
+        .reload_exporters(&config(vendor(out, &variant, "b-{lens.instance}.jsonl")))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let produced = producer.stop();
+    handle.shutdown(T).unwrap();
+    let stats = span_stats(&handle, "vendor");
+    assert_eq!(stats.received, produced);
+    assert_eq!(
+        stats.received,
+        stats.exported + stats.dropped(),
+        "{stats:?}"
+    );
+    let mut all: Vec<u64> = ["a-0", "a-1", "b-0", "b-1"]
+        .iter()
+        .flat_map(|n| recorded(&out.join(format!("{n}.jsonl"))).spans)
+        .collect();
+    assert_eq!(all.len() as u64, stats.exported);
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len() as u64, stats.exported, "no span exported twice");
+}
