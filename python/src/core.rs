@@ -2,9 +2,9 @@
 //! or a Lens config file), the batch settings of their hand-off queue, the resource they
 //! follow, and their counters as JSON.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use lens::config::{BatchConfig, ExporterSpec, ReloadConfig, WasmExporterSpec};
+use lens::config::{BatchConfig, ExporterSpec, FileWatch, ReloadConfig, WasmExporterSpec};
 use lens::opentelemetry_sdk::Resource;
 use lens::trace::ExporterStats;
 use lens::{LensConfig, Signal};
@@ -18,8 +18,9 @@ pub struct Entry {
     pub name: String,
     pub spec: WasmExporterSpec,
     pub batch: BatchConfig,
-    /// The config file it comes from, and that file's `[reload]` table.
-    pub source: Option<(PathBuf, ReloadConfig)>,
+    /// The config file it comes from (watched from the content it was read with), and that
+    /// file's `[reload]` table.
+    pub source: Option<(FileWatch, ReloadConfig)>,
 }
 
 pub fn load_error(e: impl std::fmt::Display) -> PyErr {
@@ -56,8 +57,10 @@ impl Entry {
     /// [`Self::from_config`], its error as text (for a thread without the GIL).
     pub fn find(path: &Path, name: Option<&str>, signal: Signal) -> Result<Self, String> {
         let config = LensConfig::from_file(path).map_err(|e| e.to_string())?;
+        // Right after the read: a change made from now on is seen by `[reload] watch`.
+        let watch = FileWatch::new(path);
         let mut entry = Self::in_config(&config, path, name, signal)?;
-        entry.source = Some((path.to_path_buf(), config.reload));
+        entry.source = Some((watch, config.reload));
         Ok(entry)
     }
 

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 
 use std::path::Path;
 
-use lens::config::WasmExporterSpec;
+use lens::config::{FileWatch, WasmExporterSpec};
 use lens::wasm::Reloaded;
 use lens::{LensError, Signal};
 
@@ -127,7 +127,7 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
                     "wasm exporter `{}`: `reload.sighup` in {} applies to Rust installations; \
                      in Python, call exporter.reload(path) from a signal handler",
                     core.name,
-                    file.display()
+                    file.path().display()
                 );
             }
             if reload.watch {
@@ -139,7 +139,11 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
                     signal,
                 };
                 let poll = Duration::from_millis(reload.poll_interval_ms);
-                crate::watch::start(watched, reload.file.unwrap_or(file), poll);
+                let file = match reload.file {
+                    Some(other) => FileWatch::new(other),
+                    None => file,
+                };
+                crate::watch::start(watched, file, poll);
             }
         }
         core

@@ -4,7 +4,6 @@
 //! (logger `lens`, WARNING) and the running component stays. The thread ends when the exporter
 //! is shut down or dropped.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -26,10 +25,10 @@ pub struct Watched<E> {
 }
 
 /// Starts the thread watching `file` every `poll`.
-pub fn start<E: Guest>(watched: Watched<E>, file: PathBuf, poll: Duration) {
+pub fn start<E: Guest>(watched: Watched<E>, file: FileWatch, poll: Duration) {
     let spawned = std::thread::Builder::new()
         .name(format!("lens-reload-{}", watched.name))
-        .spawn(move || run(&watched, FileWatch::new(file), poll));
+        .spawn(move || run(&watched, file, poll));
     if let Err(e) = spawned {
         log::warn!("cannot start the thread watching the config file: {e}");
     }

@@ -119,9 +119,13 @@ fn install(args: &RankArgs) -> Result<TelemetryHandle, lens::LensError> {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(0);
-    Telemetry::builder(rank_config(args.config.as_deref(), &args.out)?)
-        .guest_output(GuestOutputCopy::dir(guest_output_dir(&args.out, rank)))
-        .install()
+    let mut builder = Telemetry::builder(rank_config(args.config.as_deref(), &args.out)?)
+        .guest_output(GuestOutputCopy::dir(guest_output_dir(&args.out, rank)));
+    if let Some(file) = &args.config {
+        // What `[reload] watch`/`sighup` read again.
+        builder = builder.config_file(file);
+    }
+    builder.install()
 }
 
 /// Where a rank's guest output goes in the run folder.
@@ -280,8 +284,16 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
     let reloaded = reloader.map(super::reload::Reloader::finish);
     let shutdown = handle.shutdown(Duration::from_secs(10));
     let mut summary = summary(&handle, &schedule, elapsed, output, shutdown);
-    if let Some(note) = reloaded {
-        summary.notes.push(note);
+    let reloads: u64 = {
+        let s = handle.stats();
+        let all = s.exporters.iter().chain(&s.metric_exporters);
+        all.chain(&s.log_exporters).map(|e| e.reloads).sum()
+    };
+    let asked = reloaded.is_some();
+    summary.notes.extend(reloaded);
+    // Which component each exporter ended on, when a reload was asked for or happened (the
+    // config's `[reload] watch`).
+    if asked || reloads > 0 {
         summary.components = components(&handle);
     }
     Ok(summary)

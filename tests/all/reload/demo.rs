@@ -7,10 +7,16 @@ use super::sha256;
 
 /// A demo config whose span entry `vendor` runs `component` writing `rank-N.<tag>.jsonl`.
 fn config(out: &std::path::Path, component: &str, tag: &str) -> String {
+    config_with(out, component, tag, "")
+}
+
+/// [`config`], with `top` at its top (`[reload]` settings).
+fn config_with(out: &std::path::Path, component: &str, tag: &str, top: &str) -> String {
     format!(
         r#"enabled = true
 export_strategy = "all_ranks"
 metrics_enabled = false
+{top}
 
 [[traces.exporters]]
 kind = "wasm"
@@ -93,4 +99,61 @@ fn every_rank_of_the_demo_reloads_and_the_summary_shows_its_component() {
         2,
         "{stdout}"
     );
+}
+
+#[test]
+fn a_demo_rank_watching_its_config_file_reloads_when_it_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    let watch = "[reload]\nwatch = true\npoll_interval_ms = 50\n";
+    let file = out.join("lens.toml");
+    std::fs::write(&file, config_with(out, "rust-jsonl.wasm", "a", watch)).unwrap();
+    let mut demo = crate::lens()
+        .current_dir(out)
+        .args([
+            "demo",
+            "--ranks",
+            "2",
+            "--duration-s",
+            "3",
+            "--step-ms",
+            "1",
+        ])
+        .args(["--config", "lens.toml", "--out", "o"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The ranks are up once their first output exists; then the file changes under them.
+    crate::reload::wait_for("the ranks' first spans", || {
+        out.join("rank-0.a.jsonl").exists() && out.join("rank-1.a.jsonl").exists()
+    });
+    std::fs::write(&file, config_with(out, "c-jsonl.wasm", "b", watch)).unwrap();
+    let status = demo.wait().unwrap();
+    assert!(status.success());
+    let run_dir = std::fs::read_dir(out.join("o"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let ranks: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let short = &sha256(&dist("c-jsonl.wasm"))[..12];
+    for r in &ranks {
+        assert_eq!(
+            r["components"],
+            serde_json::json!([format!("traces `vendor`: {short} (1 reload)")]),
+            "{r}"
+        );
+        let rank = r["rank"].as_u64().unwrap();
+        let count = |tag: &str| {
+            std::fs::read_to_string(out.join(format!("rank-{rank}.{tag}.jsonl")))
+                .unwrap()
+                .lines()
+                .count() as u64
+        };
+        assert_eq!(count("a") + count("b"), r["exported"].as_u64().unwrap());
+        assert_eq!(r["exported"], r["produced"]);
+    }
 }

@@ -142,7 +142,7 @@ fn recorded(path: &Path) -> Recorded {
 }
 
 /// Waits up to 10 s for `done`.
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+pub(super) fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !done() {
         assert!(

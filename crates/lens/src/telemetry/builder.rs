@@ -57,15 +57,19 @@ pub struct TelemetryBuilder {
     injected: Injected,
     env: Arc<dyn EnvSource + Send + Sync>,
     install_global: bool,
-    config_file: Option<std::path::PathBuf>,
+    /// The file `config` was read from, watched from its content when it was named.
+    config_file: Option<crate::config::FileWatch>,
 }
 
 impl TelemetryBuilder {
     /// The file `config` was read from: what [`TelemetryHandle::reload_config_file`] and the
     /// `[reload]` triggers (watched file, SIGHUP) read again, unless `[reload] file` names
     /// another.
+    ///
+    /// Name it right after reading it: `[reload] watch` compares the file with its content at
+    /// this call (a change made between the read and this call is not seen).
     pub fn config_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
-        self.config_file = Some(path.into());
+        self.config_file = Some(crate::config::FileWatch::new(path));
         self
     }
 
@@ -198,7 +202,12 @@ impl TelemetryBuilder {
         } = self;
         let console = injected.console_out.clone();
         let guest_output = injected.guest_output.clone();
-        let reload_file = config.reload.file.clone().or(config_file);
+        // `[reload] file` is watched from its content now; the setup's file from its content
+        // when it was named.
+        let reload_file = match &config.reload.file {
+            Some(file) => Some(crate::config::FileWatch::new(file)),
+            None => config_file,
+        };
         if decision.exporting
             && (config.reload.watch || config.reload.sighup)
             && reload_file.is_none()
@@ -270,7 +279,7 @@ impl TelemetryBuilder {
             console,
             resource_order,
             guest_output,
-            file: reload_file,
+            file: reload_file.as_ref().map(|w| w.path().to_path_buf()),
             stop: Arc::default(),
         });
         let open_spans = fanout.as_ref().and_then(|f| f.open_spans());
@@ -305,7 +314,7 @@ impl TelemetryBuilder {
             shutdown_timeout: Duration::from_millis(config.batch.shutdown_timeout_ms),
             _self_metrics: self_metrics,
         });
-        super::reload::start_triggers(&inner, &config.reload)?;
+        super::reload::start_triggers(&inner, &config.reload, reload_file)?;
         Ok(TelemetryHandle { inner })
     }
 

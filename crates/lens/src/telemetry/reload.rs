@@ -155,10 +155,12 @@ fn log_report(rank: u32, report: &ReloadReport) {
     }
 }
 
-/// Starts the trigger thread `[reload]` asks for, if any. Errors name the key.
+/// Starts the trigger thread `[reload]` asks for, if any, on `file` (watched from the content
+/// the installation was set up from). Errors name the key.
 pub(super) fn start_triggers(
     inner: &Arc<HandleInner>,
     config: &crate::config::ReloadConfig,
+    file: Option<FileWatch>,
 ) -> Result<(), LensError> {
     let Some(state) = &inner.reload else {
         return Ok(());
@@ -166,7 +168,7 @@ pub(super) fn start_triggers(
     if !config.watch && !config.sighup {
         return Ok(());
     }
-    let Some(file) = state.file.clone() else {
+    let Some(watched) = file else {
         return Err(LensError::Config {
             source_name: "<config>".into(),
             message: "`reload.watch`/`reload.sighup`: no file to reload from; set `[reload] \
@@ -190,7 +192,7 @@ pub(super) fn start_triggers(
         .name("lens-reload".into())
         .spawn(move || {
             let _suppress = opentelemetry::Context::enter_telemetry_suppressed_scope();
-            watch_loop(weak, &file, watch, poll, &hangup, &stop);
+            watch_loop(weak, watched, watch, poll, &hangup, &stop);
             unregister_sighup(signal);
         })
         .map_err(|e| LensError::Config {
@@ -204,7 +206,7 @@ pub(super) fn start_triggers(
 /// Polls the file (when watched) and the SIGHUP flag until the installation ends.
 fn watch_loop(
     weak: Weak<HandleInner>,
-    file: &Path,
+    mut watched: FileWatch,
     watch: bool,
     poll: Duration,
     hangup: &AtomicBool,
@@ -212,7 +214,8 @@ fn watch_loop(
 ) {
     // SIGHUP is looked at more often than a slow poll of the file.
     let tick = poll.min(Duration::from_millis(100));
-    let mut watched = FileWatch::new(file);
+    let file = watched.path().to_path_buf();
+    let file = file.as_path();
     let mut since_poll = Duration::ZERO;
     while !stop.load(Ordering::Acquire) {
         std::thread::sleep(tick);
