@@ -30,6 +30,42 @@ preopens = [{{ host = "{}", guest = "/out", read_only = false }}]
     )
 }
 
+/// The rank summaries of the one run under `out/o`, each checked: it ended on `c-jsonl.wasm`
+/// after one reload, and every span it produced is in `rank-N.a.jsonl` or `rank-N.b.jsonl`,
+/// once (both files used).
+fn check_ranks(out: &std::path::Path) -> Vec<serde_json::Value> {
+    let short = &sha256(&dist("c-jsonl.wasm"))[..12];
+    let run_dir = std::fs::read_dir(out.join("o"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let ranks: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(ranks.len(), 2);
+    for r in &ranks {
+        assert_eq!(
+            r["components"],
+            serde_json::json!([format!("traces `vendor`: {short} (1 reload)")]),
+            "{r}"
+        );
+        let rank = r["rank"].as_u64().unwrap();
+        let count = |tag: &str| {
+            std::fs::read_to_string(out.join(format!("rank-{rank}.{tag}.jsonl")))
+                .unwrap()
+                .lines()
+                .count() as u64
+        };
+        let (a, b) = (count("a"), count("b"));
+        assert!(a > 0 && b > 0, "rank {rank}: {a} then {b}");
+        assert_eq!(a + b, r["exported"].as_u64().unwrap());
+        assert_eq!(r["exported"], r["produced"]);
+    }
+    ranks
+}
+
 #[test]
 fn every_rank_of_the_demo_reloads_and_the_summary_shows_its_component() {
     let dir = tempfile::tempdir().unwrap();
@@ -52,53 +88,19 @@ fn every_rank_of_the_demo_reloads_and_the_summary_shows_its_component() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stdout}\n{stderr}");
     let short = &sha256(&dist("c-jsonl.wasm"))[..12];
-    let run_dir = std::fs::read_dir(out.join("o"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let ranks: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
-            .unwrap();
-    assert_eq!(ranks.len(), 2);
-    for r in &ranks {
-        let rank = r["rank"].as_u64().unwrap();
+    for r in check_ranks(out) {
         let notes = r["notes"].to_string();
         assert!(
             notes.contains("reload at 0.5s from b.toml")
                 && notes.contains(&format!("traces `vendor` swapped to {short}")),
             "{notes}"
         );
-        assert_eq!(
-            r["components"],
-            serde_json::json!([format!("traces `vendor`: {short} (1 reload)")])
-        );
-        // Every span the rank produced is in one of the two files, once.
-        let count = |tag: &str| {
-            std::fs::read_to_string(out.join(format!("rank-{rank}.{tag}.jsonl")))
-                .unwrap()
-                .lines()
-                .count() as u64
-        };
-        let (a, b) = (count("a"), count("b"));
-        assert!(a > 0 && b > 0, "rank {rank}: {a} then {b}");
-        assert_eq!(a + b, r["exported"].as_u64().unwrap());
-        assert_eq!(r["exported"], r["produced"]);
     }
-    assert_eq!(
-        stdout
-            .matches(&format!("ended on: traces `vendor`: {short} (1 reload)"))
-            .count(),
-        2,
-        "{stdout}"
-    );
+    let ended = format!("ended on: traces `vendor`: {short} (1 reload)");
+    assert_eq!(stdout.matches(&ended).count(), 2, "{stdout}");
 }
 
 #[test]
@@ -123,37 +125,12 @@ fn a_demo_rank_watching_its_config_file_reloads_when_it_changes() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The ranks are up once their first output exists; then the file changes under them.
-    crate::reload::wait_for("the ranks' first spans", || {
-        out.join("rank-0.a.jsonl").exists() && out.join("rank-1.a.jsonl").exists()
-    });
+    // Once each rank exported its first batch, the file changes under them.
+    let exported = |rank: u32| {
+        std::fs::metadata(out.join(format!("rank-{rank}.a.jsonl"))).is_ok_and(|m| m.len() > 0)
+    };
+    crate::reload::wait_for("the ranks' first spans", || exported(0) && exported(1));
     std::fs::write(&file, config_with(out, "c-jsonl.wasm", "b", watch)).unwrap();
-    let status = demo.wait().unwrap();
-    assert!(status.success());
-    let run_dir = std::fs::read_dir(out.join("o"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let ranks: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
-            .unwrap();
-    let short = &sha256(&dist("c-jsonl.wasm"))[..12];
-    for r in &ranks {
-        assert_eq!(
-            r["components"],
-            serde_json::json!([format!("traces `vendor`: {short} (1 reload)")]),
-            "{r}"
-        );
-        let rank = r["rank"].as_u64().unwrap();
-        let count = |tag: &str| {
-            std::fs::read_to_string(out.join(format!("rank-{rank}.{tag}.jsonl")))
-                .unwrap()
-                .lines()
-                .count() as u64
-        };
-        assert_eq!(count("a") + count("b"), r["exported"].as_u64().unwrap());
-        assert_eq!(r["exported"], r["produced"]);
-    }
+    assert!(demo.wait().unwrap().success());
+    check_ranks(out);
 }
