@@ -87,9 +87,15 @@ time.sleep(0.3)
 shas = [processor.reload(out + "/b.toml")]
 time.sleep(0.3)
 errors = []
-for bad in (out + "/garbage.wasm", hostile):
+broken = [
+    (out + "/garbage.wasm", {}),  # a bad file
+    (out + "/empty.wasm", {}),  # a component exporting nothing: the wrong interface
+    (hostile, {}),  # init refuses (no `mode` among the recorder's settings)
+    (hostile, {"settings": {"mode": "trap-init"}}),  # init traps
+]
+for bad, keywords in broken:
     try:
-        processor.reload(bad)
+        processor.reload(bad, **keywords)
     except lens.ExporterLoadError as e:
         errors.append(str(e))
 time.sleep(0.2)
@@ -110,6 +116,8 @@ def test_a_nemo_lens_rank_reloads_under_load_without_losing_a_span(guests, tmp_p
     (tmp_path / "b.toml").write_text(entry_toml(second, tmp_path, "b.jsonl"))
     (tmp_path / "c.toml").write_text(entry_toml(recorder, tmp_path, "c.jsonl"))
     (tmp_path / "garbage.wasm").write_bytes(b"not a component")
+    # The empty component: the header of a component binary (layer 1), nothing exported.
+    (tmp_path / "empty.wasm").write_bytes(b"\x00asm\x0d\x00\x01\x00")
     done = subprocess.run(
         [sys.executable, "-c", RANK, recorder, guests["hostile"], str(tmp_path)],
         capture_output=True,
@@ -119,16 +127,24 @@ def test_a_nemo_lens_rank_reloads_under_load_without_losing_a_span(guests, tmp_p
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["shas"] == [sha256(second), sha256(recorder)]
-    garbage, hostile = result["errors"]
+    garbage, empty, refusing, trapping = result["errors"]
     assert garbage == (
         f"reload of wasm exporter `vendor` refused at load (read, check, compile) "
         f"({tmp_path / 'garbage.wasm'}): not a WebAssembly file (no `\\0asm` header); the "
         "running component stays"
     )
-    assert hostile == (
+    assert empty.startswith(
+        f"reload of wasm exporter `vendor` refused at interface check ({tmp_path / 'empty.wasm'})"
+        ": does not export `lens:exporter/span-exporter@0.3.0`"
+    ), empty
+    assert refusing == (
         f"reload of wasm exporter `vendor` refused at init ({guests['hostile']}): init failed: "
         "init: setting `mode` is required; the running component stays"
     )
+    assert trapping.startswith(
+        f"reload of wasm exporter `vendor` refused at start (instantiate, init) "
+        f"({guests['hostile']}): "
+    ) and trapping.endswith("; the running component stays"), trapping
     stats, produced = result["stats"], result["produced"]
     assert stats["received"] == produced
     assert stats["received"] == stats["exported"] + stats["dropped"], stats
