@@ -29,7 +29,8 @@ type Staged<P> = (Change<P>, Option<Running>);
 
 /// What was built for the changes before any is applied.
 struct Stage {
-    reloadables: Vec<(String, Arc<Reloadable>, WasmExporterSpec)>,
+    /// The wasm entries whose new component is swapped in place, with their new entry.
+    reloadables: Vec<(Arc<Reloadable>, WasmExporterSpec)>,
     /// Each change, with the registry's record of the entry after it (`None`: removed).
     spans: Vec<Staged<Box<dyn SpanProcessor>>>,
     logs: Vec<Staged<BatchLogProcessor>>,
@@ -42,7 +43,6 @@ pub(crate) struct Pending {
     new: LensConfig,
     report: ReloadReport,
     prepared: Vec<Prepared>,
-    swaps: Vec<(String, WasmExporterSpec)>,
     staged: Stage,
 }
 
@@ -85,22 +85,16 @@ pub(crate) fn prepare(
         &mut report,
     )
     .and_then(|()| {
-        for (_, reloadable, spec) in &staged.reloadables {
+        for (reloadable, spec) in &staged.reloadables {
             prepared.push(reloadable.prepare(spec, ctx.env, &new.wasm_cache)?);
         }
         Ok(())
     });
-    let swaps = staged
-        .reloadables
-        .drain(..)
-        .map(|(name, _, spec)| (name, spec))
-        .collect();
     let pending = Pending {
         planned,
         new,
         report,
         prepared,
-        swaps,
         staged,
     };
     match built {
@@ -128,7 +122,6 @@ impl Pending {
             new,
             report,
             prepared,
-            swaps,
             staged,
         } = self;
         let mut swapped = Vec::new();
@@ -139,13 +132,10 @@ impl Pending {
                 Err(e) => log::warn!("{e}"),
             }
         }
-        for (name, spec) in swaps {
-            if let Some(entry) = registry
-                .entries
-                .iter_mut()
-                .find(|e| e.name == name && e.wasm.is_some())
-            {
-                entry.spec = ExporterSpec::Wasm(spec);
+        // A wasm entry's spec is the one its instances run now (swapped or not).
+        for entry in &mut registry.entries {
+            if let Some(r) = &entry.wasm {
+                entry.spec = ExporterSpec::Wasm(r.spec());
             }
         }
         let (old_spans, span_entries) = match fanouts.traces {
@@ -288,9 +278,7 @@ fn stage(
             }
             Step::Swap(w) => {
                 let reloadable = old.and_then(|o| o.wasm.clone()).expect("a swap has one");
-                staged
-                    .reloadables
-                    .push((p.name.clone(), reloadable, w.clone()));
+                staged.reloadables.push((reloadable, w.clone()));
                 continue;
             }
             Step::Replace(spec) => {
