@@ -138,24 +138,7 @@ pub fn load(
     cache: Option<&ArtifactCache>,
 ) -> Result<LoadedComponent, LoadError> {
     let started = Instant::now();
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => LoadError::NotFound,
-        _ => LoadError::Unreadable(e),
-    })?;
-    if meta.is_dir() {
-        return Err(LoadError::IsDirectory);
-    }
-    if !meta.is_file() {
-        return Err(LoadError::NotRegularFile {
-            kind: special_kind(&meta),
-        });
-    }
-    if meta.len() > checks.max_bytes {
-        return Err(LoadError::TooLarge {
-            size: meta.len(),
-            limit: checks.max_bytes,
-        });
-    }
+    let meta = checked_meta(path, checks.max_bytes)?;
     let (component, sha256) = compile(path, &meta, checks, engine, cache)?;
     let imports: Vec<String> = component
         .component_type()
@@ -184,6 +167,45 @@ pub fn load(
         imports,
         load_time: started.elapsed(),
     })
+}
+
+/// The metadata of `path` if it is a regular file of at most `max_bytes` (what is checked
+/// before anything is read).
+fn checked_meta(path: &Path, max_bytes: u64) -> Result<std::fs::Metadata, LoadError> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => LoadError::NotFound,
+        _ => LoadError::Unreadable(e),
+    })?;
+    if meta.is_dir() {
+        return Err(LoadError::IsDirectory);
+    }
+    if !meta.is_file() {
+        return Err(LoadError::NotRegularFile {
+            kind: special_kind(&meta),
+        });
+    }
+    if meta.len() > max_bytes {
+        return Err(LoadError::TooLarge {
+            size: meta.len(),
+            limit: max_bytes,
+        });
+    }
+    Ok(meta)
+}
+
+/// The SHA-256 (hex) of the component file at `path`, with the checks [`load`] makes before
+/// reading (a regular file within `max_bytes`, a component's header): from `cache`'s index
+/// when the file is known and unmodified (not read), else read and hashed.
+pub(crate) fn file_sha256(
+    path: &Path,
+    max_bytes: u64,
+    cache: Option<&ArtifactCache>,
+) -> Result<String, LoadError> {
+    let meta = checked_meta(path, max_bytes)?;
+    if let Some(sha) = cache.and_then(|c| c.known_sha256(path, &meta)) {
+        return Ok(sha);
+    }
+    Ok(hex::encode(Sha256::digest(read_checked(path, max_bytes)?)))
 }
 
 /// The compiled component of the file and its SHA-256: mapped from the cache when the file is

@@ -12,18 +12,17 @@
 //! Both sets of instances count into the exporter's one `ExporterStats`: counts carry across
 //! a reload, which adds to `reloads` and sets the running component's SHA-256.
 
-use std::io::Read as _;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use opentelemetry_sdk::error::OTelSdkResult;
-use sha2::{Digest as _, Sha256};
 
+use super::cache::{self, ArtifactCache};
 use super::exporter::Lanes;
 use super::instance::Payload;
 use super::interface::{Preferences, Signal};
+use super::load::{self, LoadChecks};
 use super::{GuestOutputCopy, HostInputs, start_lanes};
 use crate::batch::ExporterStats;
 use crate::config::env::EnvSource;
@@ -68,6 +67,8 @@ pub(crate) struct Reloadable {
     output: GuestOutputCopy,
     /// What a new component's `init` answers must satisfy (a metric reader's temporality).
     accept: OnceLock<Accept>,
+    /// The compilation cache of the last load (its index knows files unmodified since).
+    cache: Mutex<Option<&'static ArtifactCache>>,
 }
 
 impl Reloadable {
@@ -93,6 +94,7 @@ impl Reloadable {
             rank: inputs.rank,
             output: inputs.output.clone(),
             accept: OnceLock::new(),
+            cache: Mutex::new(cache::shared(inputs.cache, inputs.env)),
         }
     }
 
@@ -156,9 +158,18 @@ impl Reloadable {
     }
 
     /// Whether `spec` names the file and settings the exporter runs now: the same entry, and
-    /// a file whose SHA-256 is the running component's (a file rebuilt in place is a change).
+    /// a file whose SHA-256 is the running component's (a file rebuilt in place is a change;
+    /// the file is read with the loader's checks, or not at all when the cache's index knows
+    /// it unmodified).
     pub(crate) fn unchanged(&self, spec: &WasmExporterSpec) -> bool {
-        *spec == self.spec() && file_sha256(&spec.path).as_deref() == Some(self.current().sha256())
+        *spec == self.spec()
+            && load::file_sha256(&spec.path, LoadChecks::of(spec).max_bytes, self.cache())
+                .is_ok_and(|sha| sha == self.current().sha256())
+    }
+
+    /// The compilation cache the running instances were loaded through.
+    fn cache(&self) -> Option<&'static ArtifactCache> {
+        *self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Replaces the running instances with the component of `spec`, built beside them (see
@@ -191,6 +202,7 @@ impl Reloadable {
             lanes: None,
             spec: spec.clone(),
             running: self.current(),
+            cache: cache::shared(cache, env),
         };
         if self.closed.load(Ordering::SeqCst) {
             return Err(self.refused("the exporter is shut down"));
@@ -261,6 +273,8 @@ pub(crate) struct Prepared {
     spec: WasmExporterSpec,
     /// The instances running when they were prepared.
     running: Arc<Lanes>,
+    /// The compilation cache the new instances were loaded through.
+    cache: Option<&'static ArtifactCache>,
 }
 
 /// A reload swapped in, whose replaced instances are still to end ([`Swapped::retire`]).
@@ -288,6 +302,7 @@ impl Prepared {
             *current = lanes;
         }
         *owner.spec.lock().unwrap_or_else(|p| p.into_inner()) = self.spec.clone();
+        *owner.cache.lock().unwrap_or_else(|p| p.into_inner()) = self.cache;
         owner.stats.record_reload(&sha256);
         log::info!(
             "wasm exporter `{}`: reloaded {} (sha256 {sha256}, was {})",
@@ -339,20 +354,6 @@ impl Swapped {
         }
         reloaded
     }
-}
-
-/// The SHA-256 of the file at `path` in hex, `None` when it cannot be read.
-fn file_sha256(path: &Path) -> Option<String> {
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 16];
-    loop {
-        match file.read(&mut buffer).ok()? {
-            0 => break,
-            n => hasher.update(&buffer[..n]),
-        }
-    }
-    Some(hex::encode(hasher.finalize()))
 }
 
 /// `lanes` as a [`Reloadable`] for the entry `spec` (setup of an exporter).
