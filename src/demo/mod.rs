@@ -114,6 +114,9 @@ pub struct RankSummary {
     #[serde(default)]
     pub retries: u64,
     pub restarts: u64,
+    /// Components swapped in by reloads, over the rank's wasm exporters.
+    #[serde(default)]
+    pub reloads: u64,
     pub latency_p50_us: u64,
     pub latency_p99_us: u64,
     pub output: Option<String>,

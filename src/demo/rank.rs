@@ -284,16 +284,11 @@ fn train(args: &RankArgs) -> Result<RankSummary, lens::LensError> {
     let reloaded = reloader.map(super::reload::Reloader::finish);
     let shutdown = handle.shutdown(Duration::from_secs(10));
     let mut summary = summary(&handle, &schedule, elapsed, output, shutdown);
-    let reloads: u64 = {
-        let s = handle.stats();
-        let all = s.exporters.iter().chain(&s.metric_exporters);
-        all.chain(&s.log_exporters).map(|e| e.reloads).sum()
-    };
     let asked = reloaded.is_some();
     summary.notes.extend(reloaded);
     // Which component each exporter ended on, when a reload was asked for or happened (the
     // config's `[reload] watch`).
-    if asked || reloads > 0 {
+    if asked || summary.reloads > 0 {
         summary.components = components(&handle);
     }
     Ok(summary)
@@ -361,6 +356,7 @@ fn summary(
         dropped: sum(|e| e.dropped()),
         retries: sum(|e| e.retries),
         restarts: sum(|e| e.restarts),
+        reloads: sum(|e| e.reloads),
         latency_p50_us: max(|e| e.latency_p50),
         latency_p99_us: max(|e| e.latency_p99),
         output: output.map(|p| p.display().to_string()),

@@ -290,13 +290,7 @@ fn the_health_metrics_show_reloads_and_the_running_component() {
         .reload_exporters(&config(&variant, "b.jsonl"))
         .unwrap();
     let data = reader.get_metrics_data().unwrap();
-    let metric = |name: &str| {
-        data.scope_metrics()
-            .flat_map(|s| s.metrics())
-            .find(|m| m.name() == name)
-            .unwrap_or_else(|| panic!("no {name}"))
-            .data()
-    };
+    let metric = |name: &str| lens_test_support::pipeline::metric(&data, name);
     let AggregatedMetrics::U64(MetricData::Sum(reloads)) = metric("lens.exporter.reloads") else {
         panic!("lens.exporter.reloads is a u64 sum")
     };

@@ -248,13 +248,7 @@ fn a_disabled_exporter_shows_in_the_health_metrics() {
     let handle = install_alone(hostile, Some(&reader)).unwrap();
     handle.tracer("t").start("step").end();
     let data = reader.get_metrics_data().unwrap();
-    let metric = |name: &str| {
-        data.scope_metrics()
-            .flat_map(|s| s.metrics())
-            .find(|m| m.name() == name)
-            .unwrap_or_else(|| panic!("no {name}"))
-            .data()
-    };
+    let metric = |name: &str| lens_test_support::pipeline::metric(&data, name);
     let AggregatedMetrics::U64(MetricData::Gauge(disabled)) = metric("lens.exporter.disabled")
     else {
         panic!("lens.exporter.disabled is a u64 gauge")

@@ -81,6 +81,18 @@ impl LocalInstall for TelemetryBuilder {
     }
 }
 
+/// The data of the metric `name` in a collection (panics naming it when it is missing).
+pub fn metric<'a>(
+    data: &'a lens::opentelemetry_sdk::metrics::data::ResourceMetrics,
+    name: &str,
+) -> &'a lens::opentelemetry_sdk::metrics::data::AggregatedMetrics {
+    data.scope_metrics()
+        .flat_map(|s| s.metrics())
+        .find(|m| m.name() == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+        .data()
+}
+
 /// The value of attribute `key` among `attrs`.
 pub fn attr<'a>(attrs: impl IntoIterator<Item = (&'a Key, &'a Value)>, key: &str) -> Option<Value> {
     attrs

@@ -566,6 +566,16 @@ impl LensConfig {
         signal_exporters(&self.logs, &self.exporter, false)
     }
 
+    /// The exporters of `signal`: [`trace_exporters`](Self::trace_exporters),
+    /// [`metric_exporters`](Self::metric_exporters) or [`log_exporters`](Self::log_exporters).
+    pub fn exporters_of(&self, signal: Signal) -> Vec<ExporterSpec> {
+        match signal {
+            Signal::Traces => self.trace_exporters(),
+            Signal::Metrics => self.metric_exporters(),
+            Signal::Logs => self.log_exporters(),
+        }
+    }
+
     /// Makes the relative `.wasm` paths and pre-opened directories of a file relative to it,
     /// under every signal.
     fn resolve_relative_paths(&mut self, base: &Path) {

@@ -230,13 +230,11 @@ fn watch_loop(
             continue;
         }
         let Some(inner) = weak.upgrade() else { return };
+        // The thread is started for an installation with exporters to reload.
+        let Some(state) = &inner.reload else { return };
         let why = if signalled { "SIGHUP" } else { "file changed" };
-        let outcome = inner
-            .reload
-            .as_ref()
-            .ok_or_else(unreachable_state)
-            .and_then(|state| read_config(file, state.env.as_ref()))
-            .and_then(|config| reload(&inner, config));
+        let outcome =
+            read_config(file, state.env.as_ref()).and_then(|config| reload(&inner, config));
         match outcome {
             Ok(_) => log::info!("reload ({why}) from {} done", file.display()),
             Err(e) => log::warn!(
@@ -245,14 +243,6 @@ fn watch_loop(
             ),
         }
         drop(inner);
-    }
-}
-
-fn unreachable_state() -> LensError {
-    LensError::Config {
-        source_name: "reload".into(),
-        message: "the installation has no exporters to reload".into(),
-        source: None,
     }
 }
 

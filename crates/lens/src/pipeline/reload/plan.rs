@@ -35,14 +35,6 @@ const APPLIED_KEYS: &[&str] = &[
     "reload",
 ];
 
-fn entries(config: &LensConfig, signal: Signal) -> Vec<ExporterSpec> {
-    match signal {
-        Signal::Traces => config.trace_exporters(),
-        Signal::Metrics => config.metric_exporters(),
-        Signal::Logs => config.log_exporters(),
-    }
-}
-
 /// What to do with each entry, or why the reload cannot be made (nothing changed then).
 pub(super) fn plan(registry: &Registry, new: &LensConfig) -> Result<Vec<Planned>, LensError> {
     let refuse = |name: &str, message: String| LensError::ReloadUnsupported {
@@ -52,7 +44,7 @@ pub(super) fn plan(registry: &Registry, new: &LensConfig) -> Result<Vec<Planned>
     let otlp_changed = new.otlp != registry.config.otlp;
     let mut planned = Vec::new();
     for &signal in &registry.signals {
-        let wanted = entries(new, signal);
+        let wanted = new.exporters_of(signal);
         let mut seen = BTreeSet::new();
         for spec in &wanted {
             let name = spec.display_name();
