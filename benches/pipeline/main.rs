@@ -12,6 +12,7 @@ mod app;
 mod encoders;
 mod export;
 mod outage;
+mod processors;
 mod reload;
 mod report;
 mod seed;
@@ -82,6 +83,7 @@ fn wasm_config(spec: WasmExporterSpec) -> LensConfig {
         metrics_enabled: false,
         traces: SignalConfig {
             exporters: vec![ExporterSpec::Wasm(spec)],
+            processors: Vec::new(),
         },
         ..Default::default()
     }
@@ -215,6 +217,9 @@ fn main() {
     }
     if opts.only.iter().any(|s| s == "outage") {
         outage::outage(&opts, &mut rows);
+    }
+    if opts.only.iter().any(|s| s == "processors") {
+        processors::processors(&opts, &mut rows);
     }
     if opts.only.iter().any(|s| s == "reload") {
         reload::reload(&opts, &builtin, dir, &mut rows);

@@ -135,7 +135,7 @@ def test_a_nemo_lens_rank_reloads_under_load_without_losing_a_span(guests, tmp_p
     )
     assert empty.startswith(
         f"reload of wasm exporter `vendor` refused at interface check ({tmp_path / 'empty.wasm'})"
-        ": does not export `lens:exporter/span-exporter@0.3.0`"
+        ": does not export `lens:exporter/span-exporter@0.4.0`"
     ), empty
     assert refusing == (
         f"reload of wasm exporter `vendor` refused at init ({guests['hostile']}): init failed: "

@@ -4,7 +4,7 @@
 //! name = "my-exporter"            # the component: build/my-exporter.wasm
 //! language = "python"             # python, js or rust
 //! signals = ["spans", "metrics"]  # any of spans, metrics, logs
-//! sdk = "0.3.0"                   # the guest SDK (and WIT) version it is written against
+//! sdk = "0.4.0"                   # the guest SDK (and WIT) version it is written against
 //! ```
 
 use std::fmt;
@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::sdk::SDK_VERSION;
+
+/// Older SDK versions a project may name: its code builds against this lens's SDK unchanged.
+pub const COMPATIBLE_SDK_VERSIONS: &[&str] = &["0.3.0"];
 
 /// The manifest's file name, at the project's root.
 pub const MANIFEST: &str = "lens-exporter.toml";
@@ -86,7 +89,7 @@ pub struct Manifest {
     /// Example: `signals = ["spans", "logs"]`.
     pub signals: Vec<ProjectSignal>,
     /// The SDK version it is written against; must be the one this `lens` carries. Example:
-    /// `sdk = "0.3.0"`.
+    /// `sdk = "0.4.0"`.
     pub sdk: String,
 }
 
@@ -122,7 +125,8 @@ impl Manifest {
         if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
             return Err(format!("`signals` lists `{}` twice", w[0]));
         }
-        if self.sdk != SDK_VERSION {
+        // SDK 0.4.0 added processors; an exporter written against 0.3.0 builds unchanged.
+        if self.sdk != SDK_VERSION && !COMPATIBLE_SDK_VERSIONS.contains(&self.sdk.as_str()) {
             return Err(format!(
                 "`sdk = \"{}\"`: this lens carries SDK {SDK_VERSION}; write `sdk = \
                  \"{SDK_VERSION}\"` (and follow CHANGELOG.md for what changed) or use the lens \

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 /// The SDKs' version (the WIT package's): what `lens-exporter.toml`'s `sdk` pins.
-pub const SDK_VERSION: &str = "0.3.0";
+pub const SDK_VERSION: &str = "0.4.0";
 
 /// A repository file, as `(path, contents)`.
 macro_rules! file {
@@ -26,6 +26,7 @@ macro_rules! file {
 /// (`tests/all/project`) checks the list against the repository's directories.
 pub const FILES: &[(&str, &str)] = &[
     file!("wit/exporter.wit"),
+    file!("wit/processors.wit"),
     file!("wit/metrics.wit"),
     file!("wit/logs.wit"),
     file!("sdk/python/pyproject.toml"),

@@ -62,10 +62,11 @@ fn blocks(relative: &str) -> Vec<Block> {
 }
 
 /// Every Markdown file a user reads.
-const DOCS: [&str; 9] = [
+const DOCS: [&str; 10] = [
     "README.md",
     "CONTRIBUTING.md",
     "docs/configuration.md",
+    "docs/processors.md",
     "docs/python.md",
     "docs/reload.md",
     "docs/training-helpers.md",

@@ -9,6 +9,7 @@
 //! |---|---|
 //! | [`telemetry`], [`strategy`], [`span_groups`], [`propagation`], [`env`] | setting up a rank: decisions, resource, environment |
 //! | [`processor`], [`logs`] | the batch processors and their accounting, the log signal |
+//! | [`processors`] | sandboxed span processors: edits against native references, pipeline, faults |
 //! | [`otlp`] | OTLP against a real collector, and under collector faults |
 //! | [`wasm`] | the sandbox host: loading, cache, limits, faults, retries, every signal |
 //! | [`reload`] | hot reload of exporters under load, entry by entry, and its triggers |
@@ -27,6 +28,7 @@ mod logs;
 mod otlp;
 mod parity;
 mod processor;
+mod processors;
 mod project;
 mod propagation;
 mod reload;

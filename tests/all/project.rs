@@ -82,7 +82,7 @@ fn a_python_project_with_two_signals_builds_and_passes_its_check() {
     let (report, dir) = new_build_check("python", "spans,metrics", "acme-py");
     assert_eq!(
         exports(&report),
-        "lens:exporter/span-exporter@0.3.0, lens:exporter/metric-exporter@0.3.0 (valid)"
+        "lens:exporter/span-exporter@0.4.0, lens:exporter/metric-exporter@0.4.0 (valid)"
     );
     // What the guest printed, under the case that made it print.
     assert!(
@@ -106,7 +106,7 @@ fn a_javascript_project_with_two_signals_builds_and_passes_its_check() {
     let (report, _dir) = new_build_check("js", "spans,logs", "acme-js");
     assert_eq!(
         exports(&report),
-        "lens:exporter/span-exporter@0.3.0, lens:exporter/log-exporter@0.3.0 (valid)"
+        "lens:exporter/span-exporter@0.4.0, lens:exporter/log-exporter@0.4.0 (valid)"
     );
     assert!(
         report.contains("      ok    body: string\n            stdout | log WARN checkpoint saved"),
@@ -118,7 +118,7 @@ fn a_javascript_project_with_two_signals_builds_and_passes_its_check() {
 fn a_rust_project_with_every_signal_builds_runs_in_the_demo_and_writes_its_output_there() {
     let (report, dir) = new_build_check("rust", "spans,metrics,logs", "acme-rs");
     assert!(
-        exports(&report).starts_with("lens:exporter/span-exporter@0.3.0, lens:exporter/metric-"),
+        exports(&report).starts_with("lens:exporter/span-exporter@0.4.0, lens:exporter/metric-"),
         "{report}"
     );
     let project = dir.path().join("acme-rs");
@@ -217,7 +217,7 @@ const BAD_MANIFESTS: &[(&str, &str)] = &[
     ),
     (
         "name = \"x\"\nlanguage = \"js\"\nsignals = [\"logs\"]\nsdk = \"0.2.0\"\n",
-        "`sdk = \"0.2.0\"`: this lens carries SDK 0.3.0",
+        "`sdk = \"0.2.0\"`: this lens carries SDK 0.4.0",
     ),
     (
         "name = \"../x\"\nlanguage = \"js\"\nsignals = [\"logs\"]\nsdk = \"0.3.0\"\n",
@@ -335,7 +335,7 @@ fn the_binary_carries_the_repository_s_sdks_and_installs_them_once() {
         root.file_name()
             .unwrap()
             .to_string_lossy()
-            .starts_with("0.3.0-"),
+            .starts_with("0.4.0-"),
         "{root:?}"
     );
     for file in sdk_sources() {

@@ -4,7 +4,7 @@
 
 include!("../../guest-examples/build_guests.rs");
 
-const GUESTS: [&str; 2] = ["recorder", "hostile"];
+const GUESTS: [&str; 3] = ["recorder", "hostile", "processor"];
 
 fn main() {
     let here = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());

@@ -13,7 +13,7 @@ use std::error::Error;
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::signal::{Signal, WIT_VERSION};
+use crate::signal::{Role, Signal, WIT_VERSION};
 
 /// A boxed error, the source of a variant whose cause comes from another crate.
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
@@ -293,16 +293,21 @@ pub enum LoadError {
         /// wasmtime's type check.
         detail: String,
     },
-    /// It exports exporter interfaces, but not the one of the signal it is configured for.
+    /// It exports `lens:exporter` interfaces, but not the one of the signal and role it is
+    /// configured for.
     #[error(
-        "is configured under [{signal}] but does not export `{}` (it exports {}); build it for the `{}` or `all-signals` world",
-        signal.interface_name(WIT_VERSION),
+        "is configured under [{signal}{}] but does not export `{}` (it exports {}); build it for the `{}` or `{}` world",
+        if *role == Role::Processor { ".processors" } else { "" },
+        signal.interface_name_of(*role, WIT_VERSION),
         listed(exports),
-        signal.world()
+        if *role == Role::Processor { signal.processor_world() } else { signal.world() },
+        if *role == Role::Processor { "all-processors" } else { "all-signals" }
     )]
     SignalNotExported {
         /// The signal it is configured for.
         signal: Signal,
+        /// As an exporter or a processor.
+        role: Role,
         /// What it exports.
         exports: Vec<String>,
     },

@@ -49,7 +49,7 @@
 //! | [`check`] | what `lens check` runs: validation, timings, a conformance suite per exporter interface (feature `testing`) | `wasm`, `encoding`, `testing` |
 //! | [`testing`] | the oracle exporter, the span fixtures, metric collections and log records of every kind (feature `testing`) | `exporter`, `metrics` |
 //! | `error` | every error type, and [`FaultKind`] (a leaf) | — |
-//! | `bindings` | the host side generated from `wit/` (`lens:exporter@0.3.0`; a leaf) | — |
+//! | `bindings` | the host side generated from `wit/` (`lens:exporter@0.4.0`; a leaf) | — |
 //!
 //! No module imports from a module above it in this table: the native exporters and the wasm
 //! host know nothing of each other, and only `pipeline` sees both.

@@ -2,7 +2,7 @@
 
 An exporter written for the SDK (a `SpanExporter`, `MetricExporter` or `LogExporter` subclass)
 runs unchanged as a Lens WebAssembly component: this package implements the WIT world
-(`lens:exporter@0.3.0`) and hands the exporter what the SDK's exporters receive —
+(`lens:exporter@0.4.0`) and hands the exporter what the SDK's exporters receive —
 `ReadableSpan`s, `MetricsData`, `ReadableLogRecord`s — built from the host's batches by the real
 `opentelemetry-sdk`, bundled into the component by componentize-py.
 

@@ -28,7 +28,7 @@ pub mod metrics {
         pub_export_macro: true,
         export_macro_name: "__export_metrics",
         default_bindings_module: "$crate::bindings::metrics",
-        with: { "lens:exporter/types@0.3.0": crate::bindings::spans::lens::exporter::types },
+        with: { "lens:exporter/types@0.4.0": crate::bindings::spans::lens::exporter::types },
     });
 }
 
@@ -40,6 +40,6 @@ pub mod logs {
         pub_export_macro: true,
         export_macro_name: "__export_logs",
         default_bindings_module: "$crate::bindings::logs",
-        with: { "lens:exporter/types@0.3.0": crate::bindings::spans::lens::exporter::types },
+        with: { "lens:exporter/types@0.4.0": crate::bindings::spans::lens::exporter::types },
     });
 }

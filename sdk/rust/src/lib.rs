@@ -1,6 +1,6 @@
 //! Write Lens exporters in Rust: implement [`SpanExporter`] (and/or [`MetricExporter`],
 //! [`LogExporter`]) and name the types in [`export!`]. The SDK holds the WIT bindings
-//! (`lens:exporter@0.3.0`), keeps one exporter per instance, answers `export` after `shutdown`,
+//! (`lens:exporter@0.4.0`), keeps one exporter per instance, answers `export` after `shutdown`,
 //! and hands each batch over as borrowed views.
 //!
 //! ```no_run

@@ -29,9 +29,9 @@ fn the_builtin_jsonl_exporter_passes_writing_to_a_preopened_dir() {
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     for expected in [
         "    encoding      typed",
-        "  lens:exporter/span-exporter@0.3.0 (traces)",
-        "  lens:exporter/metric-exporter@0.3.0 (metrics)",
-        "  lens:exporter/log-exporter@0.3.0 (logs)",
+        "  lens:exporter/span-exporter@0.4.0 (traces)",
+        "  lens:exporter/metric-exporter@0.4.0 (metrics)",
+        "  lens:exporter/log-exporter@0.4.0 (logs)",
         "      ok    empty batch",
         "      ok    10k spans in batches of 512",
         "      ok    exponential histogram",
@@ -281,7 +281,7 @@ fn the_rust_vendor_example_passes_against_a_real_collector() {
     assert!(stdout.contains("    http         wasi:http/"), "{stdout}");
     for interface in ["span-exporter", "metric-exporter", "log-exporter"] {
         assert!(
-            stdout.contains(&format!("lens:exporter/{interface}@0.3.0 (")),
+            stdout.contains(&format!("lens:exporter/{interface}@0.4.0 (")),
             "{stdout}"
         );
     }

@@ -46,6 +46,7 @@ fn vendor_config(port: u16, allowed: Vec<String>) -> LensConfig {
         run_id: "v".into(),
         metrics_enabled: false,
         traces: SignalConfig {
+            processors: Vec::new(),
             exporters: vec![vendor_entry(
                 format!("http://127.0.0.1:{port}/v1/traces"),
                 allowed,
@@ -122,6 +123,7 @@ fn vendor_http_guest_delivers_metrics_and_log_records_to_their_otlp_paths() {
     let collector = Collector::start();
     let port = collector.http_port;
     let entry = || SignalConfig {
+        processors: Vec::new(),
         exporters: vec![vendor_entry(
             format!("http://127.0.0.1:{port}"),
             vec![format!("127.0.0.1:{port}")],

@@ -45,6 +45,7 @@ fn run(
         run_id: "lang".into(),
         metrics_enabled: false,
         traces: SignalConfig {
+            processors: Vec::new(),
             exporters: vec![ExporterSpec::Wasm(WasmExporterSpec {
                 name: Some(name.into()),
                 path: wasm,

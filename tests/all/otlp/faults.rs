@@ -130,6 +130,7 @@ impl Stub {
         };
         let traces = SignalConfig {
             exporters: vec![ExporterSpec::Otlp(spec)],
+            processors: Vec::new(),
         };
         let config = LensConfig {
             metrics_enabled: false,

@@ -100,6 +100,7 @@ fn a_refused_reload_changes_nothing() {
     config.metrics_enabled = true;
     config.metrics = SignalConfig {
         exporters: vec![named(out, "meter")],
+        processors: Vec::new(),
     };
     // Metrics were off at setup: the new metric entry is a key applied at the next start.
     let report = handle.reload_exporters(&config).unwrap();
@@ -179,6 +180,7 @@ fn a_metric_exporter_reloads_in_place_keeping_its_temporality() {
         traces_enabled: false,
         metrics: SignalConfig {
             exporters: vec![ExporterSpec::Wasm(spec)],
+            processors: Vec::new(),
         },
         metrics_enabled: true,
         metric_export_interval_ms: 3_600_000,
@@ -229,7 +231,10 @@ fn log_entries_are_added_swapped_and_removed() {
     let out = dir.path();
     let config = |specs: Vec<ExporterSpec>| LensConfig {
         logs_enabled: true,
-        logs: SignalConfig { exporters: specs },
+        logs: SignalConfig {
+            exporters: specs,
+            ..Default::default()
+        },
         ..traces_config(Vec::new())
     };
     let logs =

@@ -55,7 +55,10 @@ fn traces_config(specs: Vec<ExporterSpec>) -> LensConfig {
     let mut config = LensConfig {
         run_id: "reload".into(),
         metrics_enabled: false,
-        traces: SignalConfig { exporters: specs },
+        traces: SignalConfig {
+            exporters: specs,
+            ..Default::default()
+        },
         ..exporting()
     };
     config.batch.max_export_batch_size = 64;

@@ -49,6 +49,7 @@ fn a_second_setup_is_served_from_the_process_cache() {
         run_id: "cache".into(),
         metrics_enabled: false,
         traces: SignalConfig {
+            processors: Vec::new(),
             exporters: vec![ExporterSpec::Wasm(WasmExporterSpec {
                 path: PathBuf::from(lens_test_guests::HOSTILE),
                 settings: [("mode".to_string(), "panic-on-boom".to_string())].into(),

@@ -45,7 +45,8 @@ fn the_fixture_exports_the_0_2_0_span_exporter_only() {
         loaded.interfaces,
         [GuestInterface {
             signal: Signal::Traces,
-            legacy: true
+            role: lens::wasm::Role::Exporter,
+            version: "0.2.0",
         }]
     );
     assert_eq!(
@@ -54,7 +55,7 @@ fn the_fixture_exports_the_0_2_0_span_exporter_only() {
     );
     assert_eq!(
         loaded.interface(Signal::Metrics).unwrap_err().to_string(),
-        "is configured under [metrics] but does not export `lens:exporter/metric-exporter@0.3.0` (it exports `lens:exporter/span-exporter@0.2.0`); build it for the `metrics` or `all-signals` world"
+        "is configured under [metrics] but does not export `lens:exporter/metric-exporter@0.4.0` (it exports `lens:exporter/span-exporter@0.2.0`); build it for the `metrics` or `all-signals` world"
     );
 }
 

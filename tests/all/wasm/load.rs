@@ -50,7 +50,7 @@ fn bad_wasm_inputs_each_get_their_message() {
     let empty = wat::parse_str("(component)").unwrap();
     assert_eq!(
         load_error(&p("empty.wasm", &empty), None),
-        "does not export `lens:exporter/span-exporter@0.3.0`, `metric-exporter@0.3.0` or `log-exporter@0.3.0` (it exports nothing); is it built for a `lens:exporter` world (`exporter`, `metrics`, `logs` or `all-signals`)?"
+        "does not export `lens:exporter/span-exporter@0.4.0`, `metric-exporter@0.4.0` or `log-exporter@0.4.0` (it exports nothing); is it built for a `lens:exporter` world (`exporter`, `metrics`, `logs` or `all-signals`)?"
     );
     let imports = wat::parse_str(
         r#"(component
@@ -77,7 +77,7 @@ fn bad_wasm_inputs_each_get_their_message() {
         .unwrap()
     };
     const SUPPORTED: &str =
-        "`lens:exporter/span-exporter@0.3.0`, `metric-exporter@0.3.0` or `log-exporter@0.3.0`";
+        "`lens:exporter/span-exporter@0.4.0`, `metric-exporter@0.4.0` or `log-exporter@0.4.0`";
     assert_eq!(
         load_error(
             &p("v1.wasm", &exporting("lens:exporter/span-exporter@0.1.0")),
@@ -89,12 +89,20 @@ fn bad_wasm_inputs_each_get_their_message() {
     );
     assert_eq!(
         load_error(
+            &p("v5.wasm", &exporting("lens:exporter/span-exporter@0.5.0")),
+            None
+        ),
+        format!("targets `lens:exporter/span-exporter@0.5.0`, but this host supports {SUPPORTED}")
+    );
+    // The right name, not the right functions: found when the first instance starts, at setup.
+    assert_eq!(
+        load_error(
             &p("v4.wasm", &exporting("lens:exporter/span-exporter@0.4.0")),
             None
         ),
-        format!("targets `lens:exporter/span-exporter@0.4.0`, but this host supports {SUPPORTED}")
+        "its `lens:exporter/span-exporter@0.4.0` does not match the WIT this host was built with: no `init` function in `lens:exporter/span-exporter@0.4.0`"
     );
-    // The right name, not the right functions: found when the first instance starts, at setup.
+    // An older version still served is named as it is.
     assert_eq!(
         load_error(
             &p("v3.wasm", &exporting("lens:exporter/span-exporter@0.3.0")),

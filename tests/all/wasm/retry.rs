@@ -78,6 +78,7 @@ fn in_a_pipeline_produced_equals_exported_plus_dropped_by_reason() {
     };
     config.batch.max_export_batch_size = 10;
     config.traces = SignalConfig {
+        processors: Vec::new(),
         exporters: vec![
             ExporterSpec::Wasm(recorder_at(
                 dir.path(),

@@ -31,9 +31,18 @@ fn install(
         // A signal without entries gets no exporter (the shorthand would be OTLP).
         exporter: "none".into(),
         logs_enabled: true,
-        traces: SignalConfig { exporters: traces },
-        metrics: SignalConfig { exporters: metrics },
-        logs: SignalConfig { exporters: logs },
+        traces: SignalConfig {
+            exporters: traces,
+            ..Default::default()
+        },
+        metrics: SignalConfig {
+            exporters: metrics,
+            ..Default::default()
+        },
+        logs: SignalConfig {
+            exporters: logs,
+            ..Default::default()
+        },
         ..exporting()
     };
     Telemetry::builder(config)
@@ -293,7 +302,7 @@ fn a_span_only_component_under_metrics_or_logs_is_refused_naming_what_it_lacks()
         assert_eq!(
             err.to_string(),
             format!(
-                "wasm exporter `vendor` ({HOSTILE}): is configured under [{section}] but does not export `lens:exporter/{interface}@0.3.0` (it exports `lens:exporter/span-exporter@0.3.0`); build it for the `{world}` or `all-signals` world"
+                "wasm exporter `vendor` ({HOSTILE}): is configured under [{section}] but does not export `lens:exporter/{interface}@0.4.0` (it exports `lens:exporter/span-exporter@0.4.0`); build it for the `{world}` or `all-signals` world"
             )
         );
     }

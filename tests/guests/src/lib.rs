@@ -8,6 +8,9 @@ pub const RECORDER: &str = env!("LENS_GUEST_RECORDER");
 /// read-file, read-env, socket, http, print, trap-every, refuse-init, trap-init, noop (with
 /// `encoding = typed | otlp`).
 pub const HOSTILE: &str = env!("LENS_GUEST_HOSTILE");
+/// A span processor (`lens:exporter@0.4.0`): `noop`, `redact`, `filter`, `rewrite`, and
+/// misbehaviours (`trap`, `hang`, `error`, answers the host refuses; see its crate doc).
+pub const PROCESSOR: &str = env!("LENS_GUEST_PROCESSOR");
 /// The smallest exporter, in WAT: accepts everything (`otlp-protobuf`).
 pub const WAT_EXPORTER: &str = env!("LENS_GUEST_WAT_EXPORTER");
 /// The WAT exporter plus a core instance with a 16 MiB memory of its own.

@@ -61,6 +61,7 @@ pub fn otlp_spec(protocol: OtlpProtocol, endpoint: String) -> OtlpExporterSpec {
 pub fn otlp_signal(protocol: OtlpProtocol, endpoint: String) -> SignalConfig {
     SignalConfig {
         exporters: vec![ExporterSpec::Otlp(otlp_spec(protocol, endpoint))],
+        processors: Vec::new(),
     }
 }
 

@@ -82,6 +82,7 @@ pub fn install(
     config.batch.max_export_batch_size = batch;
     config.traces = SignalConfig {
         exporters: specs.into_iter().map(ExporterSpec::Wasm).collect(),
+        processors: Vec::new(),
     };
     let handle = Telemetry::builder(config)
         .rank(2)
@@ -106,6 +107,7 @@ pub fn install_alone(
         metrics_enabled: reader.is_some(),
         traces: SignalConfig {
             exporters: vec![ExporterSpec::Wasm(spec)],
+            processors: Vec::new(),
         },
         ..exporting()
     };

@@ -26,13 +26,21 @@ use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
 use crate::config::BatchConfig;
 use crate::signal::Signal;
-pub use stats::{DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats};
+pub(crate) use stats::Processed;
+pub use stats::{
+    DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats, ProcessorCounts,
+};
 
 /// One kind of exporter as the batch queue drives it: exports run on the worker thread (and,
 /// with `max_concurrent_exports`, on scoped threads beside it), the rest on the worker alone.
 pub(crate) trait BatchExport: Send + Sync + 'static {
     /// What is queued: a span, a log record with its scope.
     type Item: Send + 'static;
+    /// Runs the batch through the processors before the exporter (`[[traces.processors]]`):
+    /// what is left, and what each did. None by default.
+    fn process(&self, batch: Vec<Self::Item>) -> (Vec<Self::Item>, Processed) {
+        (batch, Processed::default())
+    }
     /// Exports one batch to completion.
     fn export(&self, batch: Vec<Self::Item>) -> OTelSdkResult;
     /// Flushes what the exporter itself buffers.
@@ -98,13 +106,18 @@ impl<T> Shared<T> {
         Some(chunks)
     }
 
-    /// Accounts for a chunk just exported; `false` when shutdown gave up meanwhile.
-    fn resolve(&self, n: u64, ok: bool, elapsed: Duration) -> bool {
+    /// Accounts for a chunk of `n` items just processed and exported (none left by the
+    /// processors: no export); `false` when shutdown gave up meanwhile.
+    fn resolve(&self, n: u64, processed: &Processed, ok: bool, elapsed: Duration) -> bool {
         let mut state = self.lock();
         if state.abandoned {
             return false;
         }
-        self.stats.record_batch(n, ok, elapsed);
+        self.stats.record_processed(processed);
+        let exported = n - processed.dropped();
+        if exported > 0 {
+            self.stats.record_batch(exported, ok, elapsed);
+        }
         state.items -= n;
         true
     }
@@ -406,14 +419,19 @@ fn export_one<E: BatchExport>(
     chunk: Vec<E::Item>,
 ) -> Option<OTelSdkResult> {
     let n = chunk.len();
+    let (chunk, processed) = exporter.process(chunk);
+    debug_assert_eq!(chunk.len() as u64 + processed.dropped(), n as u64);
     let started = Instant::now();
     // A panicking exporter fails its batch; the worker thread carries on.
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| exporter.export(chunk)))
-        .unwrap_or_else(|_| {
+    let result = if chunk.is_empty() {
+        Ok(())
+    } else {
+        std::panic::catch_unwind(AssertUnwindSafe(|| exporter.export(chunk))).unwrap_or_else(|_| {
             Err(OTelSdkError::InternalFailure(
                 "the exporter panicked".into(),
             ))
-        });
+        })
+    };
     if let Err(e) = &result {
         log::warn!(
             "exporter `{}`: export of {n} {} failed: {e}",
@@ -422,7 +440,7 @@ fn export_one<E: BatchExport>(
         );
     }
     shared
-        .resolve(n as u64, result.is_ok(), started.elapsed())
+        .resolve(n as u64, &processed, result.is_ok(), started.elapsed())
         .then_some(result)
 }
 

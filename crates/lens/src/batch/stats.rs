@@ -21,6 +21,32 @@ pub enum DropReason {
     Disabled,
     /// The exporter accepted the batch but refused these items (a wasm guest's `partial`).
     Rejected,
+    /// A processor before the exporter dropped them (its decision, or `on_fault = "drop"`).
+    Processor,
+}
+
+/// What one processor did to the items on their way to one exporter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProcessorCounts {
+    /// Items it dropped (by its answer, or after its fault with `on_fault = "drop"`).
+    pub dropped: u64,
+    /// Items that met its fault (a trap, a deadline, an error, an answer refused, the
+    /// processor disabled): passed on unprocessed, or dropped under `on_fault = "drop"`.
+    pub faults: u64,
+}
+
+/// What the processors did to one batch before its export: one entry per processor the batch
+/// went through, in order.
+#[derive(Debug, Default)]
+pub(crate) struct Processed {
+    pub(crate) by: Vec<(std::sync::Arc<str>, ProcessorCounts)>,
+}
+
+impl Processed {
+    /// Items the processors dropped in all.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.by.iter().map(|(_, c)| c.dropped).sum()
+    }
 }
 
 /// Live counters of one exporter (cheap atomics, updated by the processor).
@@ -33,6 +59,10 @@ pub struct ExporterStats {
     dropped_export_failed: AtomicU64,
     dropped_shutdown: AtomicU64,
     dropped_disabled: AtomicU64,
+    dropped_processor: AtomicU64,
+    processor_faults: AtomicU64,
+    /// By processor name.
+    processors: Mutex<BTreeMap<String, ProcessorCounts>>,
     /// Items of accepted batches the exporter refused; counted as exported first.
     rejected: AtomicU64,
     retries: AtomicU64,
@@ -94,6 +124,9 @@ impl ExporterStats {
             dropped_export_failed: AtomicU64::new(0),
             dropped_shutdown: AtomicU64::new(0),
             dropped_disabled: AtomicU64::new(0),
+            dropped_processor: AtomicU64::new(0),
+            processor_faults: AtomicU64::new(0),
+            processors: Mutex::default(),
             rejected: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             retries_exhausted: AtomicU64::new(0),
@@ -188,8 +221,34 @@ impl ExporterStats {
             DropReason::Shutdown => &self.dropped_shutdown,
             DropReason::Disabled => &self.dropped_disabled,
             DropReason::Rejected => &self.rejected,
+            DropReason::Processor => &self.dropped_processor,
         };
         counter.fetch_add(spans, Relaxed);
+    }
+
+    /// What the processors did to a batch on its way here: their drops end those items here.
+    pub(crate) fn record_processed(&self, processed: &Processed) {
+        if processed.by.is_empty() {
+            return;
+        }
+        let mut by = self.processors.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, counts) in &processed.by {
+            self.dropped_processor.fetch_add(counts.dropped, Relaxed);
+            self.processor_faults.fetch_add(counts.faults, Relaxed);
+            let entry = by.entry(name.to_string()).or_default();
+            entry.dropped += counts.dropped;
+            entry.faults += counts.faults;
+        }
+    }
+
+    /// A processor's own count of one batch: `items` in, `counts` of them dropped or faulted
+    /// (the rest passed on, counted as `exported`).
+    pub(crate) fn record_processor_batch(&self, items: u64, counts: ProcessorCounts) {
+        self.received.fetch_add(items, Relaxed);
+        self.exported
+            .fetch_add(items.saturating_sub(counts.dropped), Relaxed);
+        self.dropped_processor.fetch_add(counts.dropped, Relaxed);
+        self.processor_faults.fetch_add(counts.faults, Relaxed);
     }
 
     pub(crate) fn record_batch(&self, spans: u64, ok: bool, elapsed: Duration) {
@@ -283,6 +342,13 @@ impl ExporterStats {
             dropped_export_failed: self.dropped_export_failed.load(Relaxed),
             dropped_shutdown: self.dropped_shutdown.load(Relaxed),
             dropped_disabled: self.dropped_disabled.load(Relaxed),
+            dropped_processor: self.dropped_processor.load(Relaxed),
+            processor_faults: self.processor_faults.load(Relaxed),
+            processors: self
+                .processors
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
             disabled: self
                 .disabled
                 .lock()
@@ -326,6 +392,17 @@ pub struct ExporterSnapshot {
     /// Spans of accepted batches the exporter refused (a wasm guest's `partial`).
     #[serde(default)]
     pub dropped_rejected: u64,
+    /// Spans the processors before this exporter dropped (`[[traces.processors]]`); for a
+    /// processor's own entry, the spans it dropped.
+    #[serde(default)]
+    pub dropped_processor: u64,
+    /// Spans that met a processor's fault on their way (passed on unprocessed, or dropped
+    /// under `on_fault = "drop"`): not an ending of its own, a count beside them.
+    #[serde(default)]
+    pub processor_faults: u64,
+    /// `dropped_processor` and `processor_faults` by processor name.
+    #[serde(default)]
+    pub processors: BTreeMap<String, ProcessorCounts>,
     /// Export attempts repeated after a retryable failure.
     #[serde(default)]
     pub retries: u64,
@@ -368,6 +445,7 @@ impl ExporterSnapshot {
             + self.dropped_shutdown
             + self.dropped_disabled
             + self.dropped_rejected
+            + self.dropped_processor
     }
 
     /// Spans neither exported nor dropped yet: queued or in flight.
@@ -391,6 +469,11 @@ pub struct DeliveryStats {
     /// One entry per metric exporter, in configuration order (counts are data points).
     #[serde(default)]
     pub metric_exporters: Vec<ExporterSnapshot>,
+    /// One entry per span processor (`[[traces.processors]]`), in configuration order: spans
+    /// it saw (`received`, once per exporter batch it ran in), passed on (`exported`), dropped
+    /// (`dropped_processor`), met its fault (`processor_faults`), and its guest's faults.
+    #[serde(default)]
+    pub span_processors: Vec<ExporterSnapshot>,
 }
 
 impl DeliveryStats {
@@ -402,6 +485,11 @@ impl DeliveryStats {
     /// The entry of the metric exporter called `name`.
     pub fn metric_exporter(&self, name: &str) -> Option<&ExporterSnapshot> {
         self.metric_exporters.iter().find(|e| e.name == name)
+    }
+
+    /// The entry of the span processor called `name`.
+    pub fn span_processor(&self, name: &str) -> Option<&ExporterSnapshot> {
+        self.span_processors.iter().find(|e| e.name == name)
     }
 
     /// The entry of the log exporter called `name`.

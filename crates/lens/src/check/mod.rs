@@ -78,7 +78,7 @@ pub struct CheckReport {
 /// The conformance suite of one exporter interface.
 #[derive(Debug, Clone)]
 pub struct SignalReport {
-    /// The interface, e.g. `lens:exporter/metric-exporter@0.3.0`.
+    /// The interface, e.g. `lens:exporter/metric-exporter@0.4.0`.
     pub interface: String,
     /// The signal it exports.
     pub signal: Signal,
@@ -236,8 +236,15 @@ fn export_after_shutdown(
         output: GuestOutputCopy::Sink(output.clone()),
     };
     let stats = Arc::new(ExporterStats::new(NAME));
-    let factory = crate::wasm::factory(NAME, spec, signal, &config.batch, &inputs, stats)
-        .map_err(|e| e.to_string())?;
+    let factory = crate::wasm::factory(
+        NAME,
+        spec,
+        (signal, crate::wasm::Role::Exporter),
+        &config.batch,
+        &inputs,
+        stats,
+    )
+    .map_err(|e| e.to_string())?;
     let worker = Arc::new(factory).start(resource, 0).map_err(|e| match e {
         StartError::Refused(msg) => format!("init failed: {msg}"),
         StartError::Fault(f) => format!("{}: {}", f.kind, f.detail),
@@ -257,7 +264,7 @@ fn export_after_shutdown(
         Outcome::Retryable { .. } => {
             Err("answered `retryable` after shutdown: it must be `rejected`".into())
         }
-        Outcome::Ok | Outcome::Partial { .. } => {
+        Outcome::Ok | Outcome::Partial { .. } | Outcome::Edits(_) => {
             Err("the guest accepted an export after shutdown".into())
         }
     }
@@ -288,7 +295,12 @@ pub fn check_with(
     let loaded = load_report(spec, &config, options)?;
     let resource = check_resource();
     let mut signals = Vec::new();
-    for interface in &loaded.interfaces {
+    // Processor interfaces have no suite here yet: `lens check` runs the exporters'.
+    for interface in loaded
+        .interfaces
+        .iter()
+        .filter(|i| i.role == crate::wasm::Role::Exporter)
+    {
         let output = Arc::new(GuestOutputBuffer::default());
         let mut report = match interface.signal {
             Signal::Traces => suites::spans(spec, &resource, &output)?,

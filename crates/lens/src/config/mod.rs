@@ -6,6 +6,7 @@
 
 pub mod env;
 mod exporters;
+mod processors;
 pub mod python;
 pub mod secret;
 mod watch;
@@ -15,8 +16,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use exporters::{
-    BatchOverrides, EnvGrant, ExporterSpec, OtlpExporterSpec, OtlpProtocol, SetupFailurePolicy,
-    WasmExporterSpec, WasmPreopen,
+    BatchOverrides, ConsoleExporterSpec, EnvGrant, ExporterSpec, NoneExporterSpec,
+    OtlpExporterSpec, OtlpProtocol, SetupFailurePolicy, WasmExporterSpec, WasmPreopen,
+};
+pub use processors::{
+    DEFAULT_PROCESSOR_CALL_TIMEOUT_MS, OnFault, ProcessorSpec, WasmProcessorSpec,
 };
 pub use secret::Secret;
 pub use watch::FileWatch;
@@ -280,6 +284,9 @@ impl WasmCacheConfig {
 pub struct SignalConfig {
     /// Exporters of this signal. Empty: the top-level `exporter` shorthand.
     pub exporters: Vec<ExporterSpec>,
+    /// Sandboxed processors run on every batch before the exporters they apply to, in this
+    /// order (spans only, for now). Empty (default): none.
+    pub processors: Vec<ProcessorSpec>,
 }
 
 /// Batch processor settings: `[batch]` for spans (`OTEL_BSP_*` override the defaults),
@@ -506,6 +513,42 @@ impl LensConfig {
             spec.validate(self.batch_for(signal))
                 .map_err(|m| bad(&format!("{signal}.exporters[{i}]"), m))?;
         }
+        self.validate_processors().map_err(|(key, m)| bad(&key, m))
+    }
+
+    /// The processor entries: spans only, names unique, the exporters they name known.
+    fn validate_processors(&self) -> Result<(), (String, String)> {
+        for signal in Signal::ALL {
+            let processors = &self.signal(signal).processors;
+            if signal != Signal::Traces && !processors.is_empty() {
+                return Err((
+                    format!("{signal}.processors"),
+                    "processors apply to spans only in this version of Lens: move the entry \
+                     under [[traces.processors]]"
+                        .to_string(),
+                ));
+            }
+            let exporters = self
+                .exporters_of(signal)
+                .iter()
+                .map(ExporterSpec::display_name)
+                .collect();
+            let mut names = std::collections::BTreeSet::new();
+            for (i, p) in processors.iter().enumerate() {
+                let key = format!("{signal}.processors[{i}]");
+                p.validate(&exporters).map_err(|m| (key.clone(), m))?;
+                let name = p.display_name();
+                if !names.insert(name.clone()) {
+                    return Err((
+                        key,
+                        format!(
+                            "the name `{name}` is taken by an earlier processor: give each a \
+                             distinct `name`"
+                        ),
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -519,6 +562,22 @@ impl LensConfig {
                 .enumerate()
                 .map(move |(i, spec)| (signal, i, spec))
         })
+    }
+
+    /// Every sandboxed component of the config, with its entry's display name: the `.wasm`
+    /// exporters of the three signals, then the processors.
+    pub fn wasm_entries(&self) -> Vec<(String, &WasmExporterSpec)> {
+        let exporters = self.exporter_entries().filter_map(|(_, _, e)| match e {
+            ExporterSpec::Wasm(w) => Some((e.display_name(), w)),
+            _ => None,
+        });
+        let processors = Signal::ALL.into_iter().flat_map(|signal| {
+            self.signal(signal)
+                .processors
+                .iter()
+                .map(|p| (p.display_name(), p.component()))
+        });
+        exporters.chain(processors).collect()
     }
 
     /// [`exporter_entries`](Self::exporter_entries), mutable.
@@ -587,6 +646,9 @@ impl LensConfig {
                 w.resolve_relative_paths(base);
             }
         }
+        for p in self.processor_entries_mut() {
+            p.component_mut().resolve_relative_paths(base);
+        }
         for path in [self.wasm_cache.dir.as_mut(), self.reload.file.as_mut()]
             .into_iter()
             .flatten()
@@ -620,7 +682,19 @@ impl LensConfig {
                 ExporterSpec::Console(_) | ExporterSpec::None(_) => {}
             }
         }
+        for p in c.processor_entries_mut() {
+            *p = p.redacted();
+        }
         c
+    }
+
+    /// The processor entries of every signal, mutable.
+    fn processor_entries_mut(&mut self) -> impl Iterator<Item = &mut ProcessorSpec> {
+        self.traces
+            .processors
+            .iter_mut()
+            .chain(&mut self.metrics.processors)
+            .chain(&mut self.logs.processors)
     }
 }
 

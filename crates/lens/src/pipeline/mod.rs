@@ -15,7 +15,9 @@ use opentelemetry_sdk::metrics::PeriodicReader;
 use opentelemetry_sdk::trace::SpanProcessor;
 
 use crate::config::env::EnvSource;
-use crate::config::{ExporterSpec, LensConfig, SetupFailurePolicy, WasmExporterSpec};
+use crate::config::{
+    ExporterSpec, LensConfig, ProcessorSpec, SetupFailurePolicy, WasmExporterSpec,
+};
 use crate::error::{LensError, WasmSetupError};
 use crate::exporter::otlp::{self, OtlpSettings};
 use crate::exporter::python_json::ResourceOrder;
@@ -28,7 +30,9 @@ use crate::rank::RankInfo;
 use crate::signal::Signal;
 use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExporterStats};
 use crate::wasm::reload::Reloadable;
-use crate::wasm::{HostInputs, WasmLogExporter, WasmMetricExporter, WasmSpanExporter};
+use crate::wasm::{
+    HostInputs, WasmLogExporter, WasmMetricExporter, WasmProcessor, WasmSpanExporter,
+};
 use metrics::{CountedMetricExporter, MetricExporterKind};
 
 /// A wasm exporter that failed at setup: a failure of the guest's own (`init` refusing,
@@ -96,6 +100,8 @@ pub(crate) struct BuildContext<'a> {
     runtime: OnceLock<Arc<tokio::runtime::Runtime>>,
     /// Building for a reload: a wasm entry that fails is an error, never disabled.
     reloading: bool,
+    /// The sandboxed span processors, built before the span exporters they apply to.
+    span_processors: Vec<(ProcessorSpec, Arc<WasmProcessor>)>,
 }
 
 impl<'a> BuildContext<'a> {
@@ -115,7 +121,56 @@ impl<'a> BuildContext<'a> {
             guest_output: crate::wasm::GuestOutputCopy::None,
             runtime: OnceLock::new(),
             reloading: false,
+            span_processors: Vec::new(),
         }
+    }
+
+    /// Builds the config's span processors (`[[traces.processors]]`), before the span
+    /// exporters: each gets one instance per exporter it applies to (`exporters`: the
+    /// exporters' names). A guest failing at setup disables the processor when its
+    /// `on_setup_failure` says so (its batches then meet its `on_fault`).
+    pub(crate) fn build_span_processors(
+        &mut self,
+        exporters: &[String],
+    ) -> Result<Vec<Arc<ExporterStats>>, LensError> {
+        let mut all_stats = Vec::new();
+        for spec in &self.config.traces.processors {
+            let name = spec.display_name();
+            let stats = Arc::new(ExporterStats::new(&name));
+            let lanes = exporters.iter().filter(|e| spec.applies_to(e)).count();
+            let processor = match WasmProcessor::build(
+                &name,
+                spec,
+                lanes,
+                &self.host_inputs(),
+                stats.clone(),
+            ) {
+                Ok(p) => p,
+                Err(source) => {
+                    let error = crate::wasm::setup_error(&name, spec.component(), source);
+                    let error = disable_or_fail(spec.component(), error, Signal::Traces, false)?;
+                    WasmProcessor::disabled(
+                        &name,
+                        spec.on_fault(),
+                        stats.clone(),
+                        error.to_string(),
+                    )
+                }
+            };
+            all_stats.push(stats);
+            self.span_processors
+                .push((spec.clone(), Arc::new(processor)));
+        }
+        Ok(all_stats)
+    }
+
+    /// The span processors that apply to the exporter called `name`, in the config's order.
+    fn span_processors_for(&self, name: &str) -> Vec<Arc<WasmProcessor>> {
+        self.span_processors
+            .iter()
+            .filter(|(spec, _)| spec.applies_to(name))
+            .map(|(_, p)| p.clone())
+            .collect()
     }
 
     /// Builds for a reload (see `reloading`).
@@ -140,25 +195,34 @@ impl<'a> BuildContext<'a> {
         stats: &Arc<ExporterStats>,
     ) -> Result<Built<Box<dyn SpanProcessor>>, LensError> {
         let batch = spec.batch_config(&self.config.batch);
+        let edits = self.span_processors_for(name);
         let processor = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings =
                     OtlpSettings::resolve(o, &self.config.otlp, Signal::Traces, self.env);
                 let exporter = OtlpSpanExporter::build(name, &settings, &|| self.runtime())?
                     .with_stats(stats.clone());
-                BatchSpanProcessor::new(exporter, batch, stats.clone())
+                BatchSpanProcessor::with_processors(exporter, edits, batch, stats.clone())
             }
-            ExporterSpec::Console(_) => {
-                BatchSpanProcessor::new(self.console_span_exporter(), batch, stats.clone())
-            }
+            ExporterSpec::Console(_) => BatchSpanProcessor::with_processors(
+                self.console_span_exporter(),
+                edits,
+                batch,
+                stats.clone(),
+            ),
             ExporterSpec::None(_) => {
-                BatchSpanProcessor::new(NoopSpanExporter, batch, stats.clone())
+                BatchSpanProcessor::with_processors(NoopSpanExporter, edits, batch, stats.clone())
             }
             ExporterSpec::Wasm(w) => {
                 match WasmSpanExporter::build(name, w, &batch, &self.host_inputs(), stats.clone()) {
                     Ok(exporter) => {
                         let wasm = Some(exporter.reloadable());
-                        let processor = BatchSpanProcessor::new(exporter, batch, stats.clone());
+                        let processor = BatchSpanProcessor::with_processors(
+                            exporter,
+                            edits,
+                            batch,
+                            stats.clone(),
+                        );
                         return Ok(Built {
                             processor: Box::new(processor),
                             wasm,

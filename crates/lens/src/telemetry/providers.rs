@@ -87,12 +87,12 @@ pub(super) fn build(
             signals: Vec::new(),
         });
     }
-    let ctx = BuildContext::new(config, env, who.rank, who.resource.clone())
+    let mut ctx = BuildContext::new(config, env, who.rank, who.resource.clone())
         .with_console(injected.console_out.clone(), who.resource_order.clone())
         .with_guest_output(injected.guest_output.clone());
     let mut running = Entries::default();
     let (tracer, fanout) = tracer_provider(
-        &ctx,
+        &mut ctx,
         config,
         env,
         &who,
@@ -137,7 +137,7 @@ struct Entries {
 /// The tracer provider of an exporting rank: the sampler, then the fan-out to one batch
 /// processor per exporter (the injected ones, else the config's) and the added processors.
 fn tracer_provider(
-    ctx: &BuildContext<'_>,
+    ctx: &mut BuildContext<'_>,
     config: &LensConfig,
     env: &dyn EnvSource,
     who: &For<'_>,
@@ -151,7 +151,12 @@ fn tracer_provider(
     let core = FanOutCore::new(config.close_open_spans_on_shutdown);
     if span_exporters.is_empty() {
         running.signals.push(Signal::Traces);
-        for spec in config.trace_exporters() {
+        let exporters = config.trace_exporters();
+        let names: Vec<String> = exporters.iter().map(|e| e.display_name()).collect();
+        for stats in ctx.build_span_processors(&names)? {
+            core.processor_stats().add(stats);
+        }
+        for spec in exporters {
             let name = spec.display_name();
             let stats = Arc::new(ExporterStats::new(&name));
             let built = ctx.span_processor(&spec, &name, &stats)?;

@@ -26,6 +26,8 @@ pub const TRUNCATED_REASON: &str = "still open at telemetry shutdown";
 pub(crate) struct FanOutCore {
     processors: Slots<Box<dyn SpanProcessor>>,
     exporter_stats: StatsList,
+    /// The sandboxed processors' own statistics (`[[traces.processors]]`).
+    processor_stats: StatsList,
     resource: RwLock<Option<Resource>>,
     open: Option<Arc<OpenSpans>>,
     produced: AtomicU64,
@@ -45,6 +47,7 @@ impl FanOutCore {
         Arc::new(Self {
             processors: Slots::default(),
             exporter_stats: StatsList::default(),
+            processor_stats: StatsList::default(),
             resource: RwLock::default(),
             open: close_open_spans.then(OpenSpans::new),
             produced: AtomicU64::new(0),
@@ -70,6 +73,11 @@ impl FanOutCore {
     /// The statistics of the exporters.
     pub(crate) fn exporter_stats(&self) -> &StatsList {
         &self.exporter_stats
+    }
+
+    /// The statistics of the sandboxed span processors.
+    pub(crate) fn processor_stats(&self) -> &StatsList {
+        &self.processor_stats
     }
 
     fn give_resource(&self, processor: &mut Box<dyn SpanProcessor>) {
@@ -101,6 +109,7 @@ impl FanOutCore {
             exporters: self.exporter_stats.snapshots(),
             log_exporters: Vec::new(),
             metric_exporters: Vec::new(),
+            span_processors: self.processor_stats.snapshots(),
         }
     }
 

@@ -1,7 +1,9 @@
 //! The trace pipeline: Lens's tracer (open spans, the launcher's trace, span groups), the
-//! rank-aware sampler, Lens's batch processor, fan-out, statistics.
+//! rank-aware sampler, Lens's batch processor (with the sandboxed processors' edits, [`edit`],
+//! applied before its exporter), fan-out, statistics.
 
 pub mod attributes;
+pub mod edit;
 mod fanout;
 pub mod flags;
 pub mod groups;

@@ -9,30 +9,54 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
-use crate::batch::{BatchExport, BatchQueue, DropReason, ExporterStats};
+use crate::batch::{BatchExport, BatchQueue, DropReason, ExporterStats, Processed};
 use crate::config::BatchConfig;
 use crate::signal::Signal;
+use crate::wasm::WasmProcessor;
 
-/// A span exporter driven by the batch queue.
-struct Spans<E>(E);
+/// A span exporter driven by the batch queue, after the sandboxed processors that apply to it.
+struct Spans<E> {
+    exporter: E,
+    processors: Vec<Arc<WasmProcessor>>,
+}
 
 impl<E: SpanExporter + 'static> BatchExport for Spans<E> {
     type Item = SpanData;
 
+    fn process(&self, mut batch: Vec<SpanData>) -> (Vec<SpanData>, Processed) {
+        let mut processed = Processed::default();
+        for p in &self.processors {
+            if batch.is_empty() {
+                break;
+            }
+            let counts;
+            (batch, counts) = p.process_spans(batch);
+            processed.by.push((p.name().clone(), counts));
+        }
+        (batch, processed)
+    }
+
     fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        futures_executor::block_on(self.0.export(batch))
+        futures_executor::block_on(self.exporter.export(batch))
     }
 
     fn force_flush(&mut self) -> OTelSdkResult {
-        self.0.force_flush()
+        self.exporter.force_flush()
     }
 
     fn shutdown_with_timeout(&mut self, timeout: Duration) -> OTelSdkResult {
-        self.0.shutdown_with_timeout(timeout)
+        let result = self.exporter.shutdown_with_timeout(timeout);
+        for p in &self.processors {
+            p.release(timeout);
+        }
+        result
     }
 
     fn set_resource(&mut self, resource: &Resource) {
-        self.0.set_resource(resource)
+        self.exporter.set_resource(resource);
+        for p in &self.processors {
+            p.set_resource(resource);
+        }
     }
 }
 
@@ -49,8 +73,27 @@ impl BatchSpanProcessor {
     where
         E: SpanExporter + 'static,
     {
+        Self::with_processors(exporter, Vec::new(), config, stats)
+    }
+
+    /// [`new`](Self::new), each batch going through `processors` in order before the exporter
+    /// (what they drop is counted as `dropped_processor`, by processor).
+    pub fn with_processors<E>(
+        exporter: E,
+        processors: Vec<Arc<WasmProcessor>>,
+        config: BatchConfig,
+        stats: Arc<ExporterStats>,
+    ) -> Self
+    where
+        E: SpanExporter + 'static,
+    {
+        processors.iter().for_each(|p| p.retain());
+        let spans = Spans {
+            exporter,
+            processors,
+        };
         Self {
-            queue: BatchQueue::new(Spans(exporter), config, stats, Signal::Traces),
+            queue: BatchQueue::new(spans, config, stats, Signal::Traces),
         }
     }
 

@@ -19,6 +19,7 @@ use super::backoff::Backoff;
 use super::instance::{Fault, InstanceFactory, Job, Outcome, Payload, StartError, Worker};
 use super::interface::Preferences;
 use super::retry::RetrySchedule;
+use crate::bindings::edit_types::ItemEdit;
 use crate::encoding::encoding_name;
 use crate::error::FaultKind;
 
@@ -119,9 +120,17 @@ impl Lanes {
         false
     }
 
-    /// The exporter's name.
+    /// The exporter's (or processor's) name.
     pub(crate) fn name(&self) -> &str {
         &self.factory.name
+    }
+
+    /// What messages call it, e.g. ``wasm exporter `vendor` ``, ``wasm processor `redact` ``.
+    fn label(&self) -> String {
+        format!(
+            "wasm {} `{}`",
+            self.factory.interface.role, self.factory.name
+        )
     }
 
     /// The SHA-256 of the component these instances run, in hex.
@@ -219,14 +228,11 @@ impl Lanes {
             detail,
             backtrace,
         } = fault;
-        log::warn!("wasm exporter `{}`: {kind}: {detail}", self.factory.name);
+        log::warn!("{}: {kind}: {detail}", self.label());
         if let Some(backtrace) = backtrace {
-            log::debug!("wasm exporter `{}`: {kind}: {backtrace}", self.factory.name);
+            log::debug!("{}: {kind}: {backtrace}", self.label());
         }
-        let error = OTelSdkError::InternalFailure(format!(
-            "wasm exporter `{}`: {kind}: {detail}",
-            self.factory.name
-        ));
+        let error = OTelSdkError::InternalFailure(format!("{}: {kind}: {detail}", self.label()));
         self.factory.stats.record_trap(kind);
         error
     }
@@ -235,8 +241,8 @@ impl Lanes {
     fn check_backoff(&self, lane: &Lane) -> OTelSdkResult {
         match lane.backoff.remaining(Instant::now()) {
             Some(left) => Err(OTelSdkError::InternalFailure(format!(
-                "wasm exporter `{}`: backing off for {left:?} after {} consecutive faults",
-                self.factory.name,
+                "{}: backing off for {left:?} after {} consecutive faults",
+                self.label(),
                 lane.backoff.consecutive()
             ))),
             None => Ok(()),
@@ -255,8 +261,8 @@ impl Lanes {
             Outcome::GuestError(msg) => {
                 self.factory.stats.record_guest_error();
                 Err(OTelSdkError::InternalFailure(format!(
-                    "wasm exporter `{}`: {msg}",
-                    self.factory.name
+                    "{}: {msg}",
+                    self.label()
                 )))
             }
             Outcome::Fault(fault) => Err(self.fault(lane, fault)),
@@ -287,6 +293,32 @@ impl Lanes {
         Ok(self.export_on(&mut lane, items, make))
     }
 
+    /// Runs a processor's `process` on the batch `make` encodes for the lane's instance: the
+    /// guest's edits, not yet checked; `Err` on a fault, a guest error, or while the lane
+    /// backs off after faults.
+    pub(crate) fn process<F>(&self, make: F) -> Result<Vec<ItemEdit>, OTelSdkError>
+    where
+        F: FnOnce(&Preferences, &Resource) -> Payload,
+    {
+        let mut lane = self.acquire();
+        if lane.shut_down {
+            return Err(OTelSdkError::AlreadyShutdown);
+        }
+        self.check_backoff(&lane)?;
+        let preferences = match self.ensure_worker(&mut lane) {
+            Ok(worker) => worker.preferences,
+            Err(fault) => return Err(self.fault(&mut lane, fault)),
+        };
+        let payload = make(&preferences, &lane.resource);
+        match self.call_outcome(&mut lane, Job::Process(payload))? {
+            Outcome::Edits(edits) => Ok(edits),
+            other => Err(OTelSdkError::InternalFailure(format!(
+                "{}: unexpected answer {other:?}",
+                self.label()
+            ))),
+        }
+    }
+
     fn export_on(
         &self,
         lane: &mut Lane,
@@ -313,8 +345,8 @@ impl Lanes {
                     let rejected = rejected.min(items);
                     self.factory.stats.record_rejected(rejected);
                     log::warn!(
-                        "wasm exporter `{}`: {rejected} of the batch rejected: {message}",
-                        self.factory.name
+                        "{}: {rejected} of the batch rejected: {message}",
+                        self.label()
                     );
                     return Ok(());
                 }
@@ -324,16 +356,16 @@ impl Lanes {
                 Some(wait) => {
                     self.factory.stats.record_retry();
                     log::debug!(
-                        "wasm exporter `{}`: retryable ({message}); attempt {} in {wait:?}",
-                        self.factory.name,
+                        "{}: retryable ({message}); attempt {} in {wait:?}",
+                        self.label(),
                         schedule.attempts()
                     );
                     if !self.wait_to_retry(wait) {
                         self.factory.stats.record_retries_exhausted();
                         return Err(OTelSdkError::InternalFailure(format!(
-                            "wasm exporter `{}`: export given up at shutdown after {} attempts: \
+                            "{}: export given up at shutdown after {} attempts: \
                              {message}",
-                            self.factory.name,
+                            self.label(),
                             schedule.attempts() - 1
                         )));
                     }
@@ -342,8 +374,8 @@ impl Lanes {
                 None => {
                     self.factory.stats.record_retries_exhausted();
                     return Err(OTelSdkError::InternalFailure(format!(
-                        "wasm exporter `{}`: export failed after {} attempts: {message}",
-                        self.factory.name,
+                        "{}: export failed after {} attempts: {message}",
+                        self.label(),
                         schedule.attempts()
                     )));
                 }
@@ -404,10 +436,10 @@ impl Lanes {
         for lane in &self.lanes {
             let Some(mut lane) = self.lock_until(lane, Some(deadline)) else {
                 log::warn!(
-                    "wasm exporter `{}`: an export of the replaced component was still running \
+                    "{}: an export of the replaced component was still running \
                      after {timeout:?}; its instance ends with it, without force-flush and \
                      shutdown",
-                    self.factory.name
+                    self.label()
                 );
                 result = Err(OTelSdkError::Timeout(timeout));
                 continue;

@@ -26,6 +26,7 @@ use super::guest_output::shown;
 use super::interface::{GuestFuncs, GuestInterface, Preferences};
 use super::sandbox::{Grants, HostState, MemoryLimitExceeded};
 use crate::batch::ExporterStats;
+use crate::bindings::edit_types::ItemEdit;
 use crate::bindings::log_types::LogBatch;
 use crate::bindings::metric_types::MetricBatch;
 use crate::bindings::types::{Batch, ExportError};
@@ -118,6 +119,8 @@ pub(crate) enum Outcome {
         rejected: u64,
         message: String,
     },
+    /// A processor's answer, not yet checked against the batch.
+    Edits(Vec<ItemEdit>),
     /// A trap or host-side failure: the instance is gone.
     Fault(Fault),
 }
@@ -126,6 +129,9 @@ pub(crate) enum Outcome {
 /// call lasts); metrics and logs arrive encoded, since the SDK only lends them.
 pub(crate) enum Payload {
     Spans(Vec<SpanData>),
+    /// Spans a processor looks at: the caller keeps them, to pass them on (edited or not)
+    /// whatever the guest does.
+    SharedSpans(Arc<Vec<SpanData>>),
     Metrics(MetricBatch),
     Logs(LogBatch),
 }
@@ -133,7 +139,7 @@ pub(crate) enum Payload {
 impl std::fmt::Debug for Payload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Payload::Spans(_) => "spans",
+            Payload::Spans(_) | Payload::SharedSpans(_) => "spans",
             Payload::Metrics(_) => "metrics",
             Payload::Logs(_) => "log records",
         })
@@ -143,6 +149,8 @@ impl std::fmt::Debug for Payload {
 /// What a worker is asked to do.
 pub(crate) enum Job {
     Export(Payload),
+    /// A processor's `process`.
+    Process(Payload),
     Flush,
     Shutdown,
 }
@@ -152,6 +160,7 @@ impl Job {
     fn call_name(&self) -> &'static str {
         match self {
             Job::Export(_) => "export",
+            Job::Process(_) => "process",
             Job::Flush => "force-flush",
             Job::Shutdown => "shutdown",
         }
@@ -389,45 +398,23 @@ impl InstanceFactory {
         let Live { mut store, funcs } = live;
         for (job, reply) in jobs {
             let what = job.call_name();
-            let mut payload = None;
-            let result = self.bounded(rt, what, self.call_timeout, async {
-                self.arm(&mut store, self.call_timeout)?;
-                match job {
-                    Job::Export(batch) => {
-                        let r = Self::export(&mut store, &funcs, encoder, &batch).await;
-                        payload = Some(batch);
-                        r
+            let outcome = match job {
+                Job::Process(batch) => {
+                    let result = self.bounded(rt, what, self.call_timeout, async {
+                        self.arm(&mut store, self.call_timeout)?;
+                        Self::process(&mut store, &funcs, encoder, &batch).await
+                    });
+                    // The caller takes shared spans back once this copy is gone.
+                    drop(batch);
+                    match result {
+                        Ok(Ok(edits)) => Outcome::Edits(edits),
+                        Ok(Err(msg)) => Outcome::GuestError(shown(msg, MAX_GUEST_ERROR)),
+                        Err(fault) => Outcome::Fault(fault.with_stderr(&store)),
                     }
-                    Job::Flush => funcs
-                        .flush_or_shutdown(&mut store, false)
-                        .await
-                        .map(|r| r.map_err(ExportError::Rejected)),
-                    Job::Shutdown => funcs
-                        .flush_or_shutdown(&mut store, true)
-                        .await
-                        .map(|r| r.map_err(ExportError::Rejected)),
                 }
-            });
-            self.record_memory(&store);
-            let outcome = match result {
-                Ok(Ok(())) => Outcome::Ok,
-                Ok(Err(ExportError::Rejected(msg))) => {
-                    Outcome::GuestError(shown(msg, MAX_GUEST_ERROR))
-                }
-                Ok(Err(ExportError::Retryable(hint))) => match payload.take() {
-                    Some(payload) => Outcome::Retryable {
-                        message: shown(hint.message, MAX_GUEST_ERROR),
-                        delay: hint.delay_ms.map(Duration::from_millis),
-                        payload,
-                    },
-                    None => Outcome::GuestError(shown(hint.message, MAX_GUEST_ERROR)),
-                },
-                Ok(Err(ExportError::Partial(p))) => Outcome::Partial {
-                    rejected: p.rejected,
-                    message: shown(p.message, MAX_GUEST_ERROR),
-                },
-                Err(fault) => Outcome::Fault(fault.with_stderr(&store)),
+                job => self.serve_export(rt, &mut store, &funcs, encoder, job),
             };
+            self.record_memory(&store);
             let fault = matches!(outcome, Outcome::Fault(_));
             let _ = reply.send(outcome);
             if fault {
@@ -438,14 +425,86 @@ impl InstanceFactory {
         }
     }
 
+    /// Runs an exporter's job: `export`, `force-flush` or `shutdown`.
+    fn serve_export(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        store: &mut Store<HostState>,
+        funcs: &GuestFuncs,
+        encoder: &BatchEncoder,
+        job: Job,
+    ) -> Outcome {
+        let what = job.call_name();
+        let mut payload = None;
+        let result = self.bounded(rt, what, self.call_timeout, async {
+            self.arm(store, self.call_timeout)?;
+            match job {
+                Job::Export(batch) | Job::Process(batch) => {
+                    let r = Self::export(store, funcs, encoder, &batch).await;
+                    payload = Some(batch);
+                    r
+                }
+                Job::Flush => funcs
+                    .flush_or_shutdown(store, false)
+                    .await
+                    .map(|r| r.map_err(ExportError::Rejected)),
+                Job::Shutdown => funcs
+                    .flush_or_shutdown(store, true)
+                    .await
+                    .map(|r| r.map_err(ExportError::Rejected)),
+            }
+        });
+        match result {
+            Ok(Ok(())) => Outcome::Ok,
+            Ok(Err(ExportError::Rejected(msg))) => Outcome::GuestError(shown(msg, MAX_GUEST_ERROR)),
+            Ok(Err(ExportError::Retryable(hint))) => match payload.take() {
+                Some(payload) => Outcome::Retryable {
+                    message: shown(hint.message, MAX_GUEST_ERROR),
+                    delay: hint.delay_ms.map(Duration::from_millis),
+                    payload,
+                },
+                None => Outcome::GuestError(shown(hint.message, MAX_GUEST_ERROR)),
+            },
+            Ok(Err(ExportError::Partial(p))) => Outcome::Partial {
+                rejected: p.rejected,
+                message: shown(p.message, MAX_GUEST_ERROR),
+            },
+            Err(fault) => Outcome::Fault(fault.with_stderr(store)),
+        }
+    }
+
+    /// A processor's `process` on `payload`, encoded as the guest asked.
+    async fn process(
+        store: &mut Store<HostState>,
+        funcs: &GuestFuncs,
+        encoder: &BatchEncoder,
+        payload: &Payload,
+    ) -> wasmtime::Result<Result<Vec<ItemEdit>, String>> {
+        let spans: &[SpanData] = match payload {
+            Payload::Spans(spans) => spans,
+            Payload::SharedSpans(spans) => spans,
+            Payload::Metrics(batch) => return funcs.process(store, batch).await,
+            Payload::Logs(batch) => return funcs.process(store, batch).await,
+        };
+        match encoder.encode(spans) {
+            EncodedBatch::Typed(typed) => funcs.process(store, &typed).await,
+            EncodedBatch::TypedOwned(groups) => funcs.process(store, &Batch::Typed(groups)).await,
+            EncodedBatch::OtlpProtobuf(bytes) => {
+                funcs.process(store, &Batch::OtlpProtobuf(bytes)).await
+            }
+            EncodedBatch::OtlpJson(text) => funcs.process(store, &Batch::OtlpJson(text)).await,
+        }
+    }
+
     async fn export(
         store: &mut Store<HostState>,
         funcs: &GuestFuncs,
         encoder: &BatchEncoder,
         payload: &Payload,
     ) -> wasmtime::Result<Result<(), ExportError>> {
-        let spans = match payload {
+        let spans: &[SpanData] = match payload {
             Payload::Spans(spans) => spans,
+            Payload::SharedSpans(spans) => spans,
             Payload::Metrics(batch) => return funcs.export(store, batch).await,
             Payload::Logs(batch) => return funcs.export(store, batch).await,
         };

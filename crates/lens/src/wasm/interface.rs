@@ -1,62 +1,90 @@
-//! The exporter interfaces a component may export, and the calls into one of them.
+//! The interfaces a component may export, and the calls into one of them.
 //!
-//! A component exports any of `span-exporter`, `metric-exporter` and `log-exporter` of
-//! `lens:exporter@0.3.0`, or the `span-exporter` of 0.2.0. The host looks the four functions
-//! up by interface name and calls them with the types generated from the 0.3.0 WIT: wasmtime
-//! checks them against the component's own, field by field, so a 0.2.0 component (same
-//! records, `result<_, string>` from `export`) is served by the same code.
+//! A component exports any of the exporter interfaces (`span-exporter`, `metric-exporter`,
+//! `log-exporter`) of `lens:exporter@0.4.0` or 0.3.0 (the same interfaces), or the
+//! `span-exporter` of 0.2.0, and any of the processor interfaces (`span-processor`,
+//! `metric-processor`, `log-processor`, new in 0.4.0). The host looks the functions up by
+//! interface name and calls them with the types generated from the 0.4.0 WIT: wasmtime checks
+//! them against the component's own, field by field, so an older component (same records; for
+//! 0.2.0, `result<_, string>` from `export`) is served by the same code.
 
 use wasmtime::Store;
 use wasmtime::component::{Func, Instance, Lower};
 
 use super::sandbox::HostState;
+use crate::bindings::edit_types::ItemEdit;
 use crate::bindings::log_types::LogBatch;
 use crate::bindings::metric_types::{MetricBatch, MetricPreferences, Temporality};
 use crate::bindings::types::{Batch, Encoding, ExportError, Resource};
 
-pub use crate::signal::{LEGACY_WIT_VERSION, Signal, WIT_VERSION};
+pub use crate::signal::{LEGACY_WIT_VERSION, OLDER_WIT_VERSIONS, Role, Signal, WIT_VERSION};
 
-/// One exporter interface of a component.
+/// One exporter or processor interface of a component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GuestInterface {
-    /// The signal it exports.
+    /// The signal it exports or processes.
     pub signal: Signal,
-    /// Built for `lens:exporter@0.2.0` (spans only; its `export` error is a string).
-    pub legacy: bool,
+    /// Exporter or processor.
+    pub role: Role,
+    /// The version of `lens:exporter` it was built for: [`WIT_VERSION`], or one of
+    /// [`OLDER_WIT_VERSIONS`] (exporters only).
+    pub version: &'static str,
 }
 
 impl GuestInterface {
-    /// The current interface of `signal`.
+    /// The current exporter interface of `signal`.
     pub fn current(signal: Signal) -> Self {
+        Self::of(signal, Role::Exporter)
+    }
+
+    /// The current interface of `role` for `signal`.
+    pub fn of(signal: Signal, role: Role) -> Self {
         Self {
             signal,
-            legacy: false,
+            role,
+            version: WIT_VERSION,
         }
     }
 
-    /// Its export name, e.g. `lens:exporter/metric-exporter@0.3.0`.
-    pub fn name(&self) -> String {
-        let version = if self.legacy {
-            LEGACY_WIT_VERSION
-        } else {
-            WIT_VERSION
-        };
-        self.signal.interface_name(version)
+    /// Built for `lens:exporter@0.2.0` (spans only; its `export` error is a string).
+    pub fn legacy(&self) -> bool {
+        self.version == LEGACY_WIT_VERSION
     }
 
-    /// The interfaces among a component's `exports` this host serves, in signal order.
+    /// Its export name, e.g. `lens:exporter/metric-exporter@0.4.0`.
+    pub fn name(&self) -> String {
+        self.signal.interface_name_of(self.role, self.version)
+    }
+
+    /// The versions in which `role` for `signal` exists, newest first.
+    fn versions(signal: Signal, role: Role) -> Vec<&'static str> {
+        let mut versions = vec![WIT_VERSION];
+        if role == Role::Exporter {
+            versions.extend(
+                OLDER_WIT_VERSIONS
+                    .into_iter()
+                    .filter(|v| signal == Signal::Traces || *v != LEGACY_WIT_VERSION),
+            );
+        }
+        versions
+    }
+
+    /// The interfaces among a component's `exports` this host serves: exporters then
+    /// processors, in signal order, each at the newest version exported.
     pub fn detect(exports: &[String]) -> Vec<GuestInterface> {
-        let mut found: Vec<GuestInterface> = Signal::ALL
-            .into_iter()
-            .map(Self::current)
-            .filter(|i| exports.contains(&i.name()))
-            .collect();
-        let legacy = GuestInterface {
-            signal: Signal::Traces,
-            legacy: true,
-        };
-        if !found.iter().any(|i| i.signal == Signal::Traces) && exports.contains(&legacy.name()) {
-            found.insert(0, legacy);
+        let mut found = Vec::new();
+        for role in [Role::Exporter, Role::Processor] {
+            for signal in Signal::ALL {
+                let newest = Self::versions(signal, role)
+                    .into_iter()
+                    .map(|version| GuestInterface {
+                        signal,
+                        role,
+                        version,
+                    })
+                    .find(|i| exports.contains(&i.name()));
+                found.extend(newest);
+            }
         }
         found
     }
@@ -70,13 +98,14 @@ pub(crate) struct Preferences {
     pub temporality: Option<Temporality>,
 }
 
-/// The four functions of one exporter interface of an instance.
+/// The functions of one interface of an instance: `init`, `export` (a processor's `process`),
+/// `force-flush` (exporters only) and `shutdown`.
 #[derive(Clone, Copy)]
 pub(crate) struct GuestFuncs {
     pub interface: GuestInterface,
     init: Func,
     export: Func,
-    flush: Func,
+    flush: Option<Func>,
     shutdown: Func,
 }
 
@@ -101,20 +130,25 @@ impl GuestFuncs {
                 .get_func(&mut *store, i)
                 .ok_or_else(|| wasmtime::format_err!("`{f}` of `{name}` is not a function"))
         };
+        let processor = interface.role == Role::Processor;
         let funcs = Self {
             interface,
             init: func("init")?,
-            export: func("export")?,
-            flush: func("force-flush")?,
+            export: func(if processor { "process" } else { "export" })?,
+            flush: if processor {
+                None
+            } else {
+                Some(func("force-flush")?)
+            },
             shutdown: func("shutdown")?,
         };
         match interface.signal {
-            Signal::Metrics => {
+            Signal::Metrics if !processor => {
                 funcs
                     .init
                     .typed::<Settings<'_>, (Result<MetricPreferences, String>,)>(&*store)?;
             }
-            Signal::Traces | Signal::Logs => {
+            _ => {
                 funcs
                     .init
                     .typed::<Settings<'_>, (Result<Encoding, String>,)>(&*store)?;
@@ -125,7 +159,9 @@ impl GuestFuncs {
             Signal::Metrics => funcs.check_export::<MetricBatch>(store)?,
             Signal::Logs => funcs.check_export::<LogBatch>(store)?,
         }
-        funcs.flush.typed::<(), (Result<(), String>,)>(&*store)?;
+        if let Some(flush) = funcs.flush {
+            flush.typed::<(), (Result<(), String>,)>(&*store)?;
+        }
         funcs.shutdown.typed::<(), (Result<(), String>,)>(&*store)?;
         Ok(funcs)
     }
@@ -134,7 +170,10 @@ impl GuestFuncs {
         &self,
         store: &Store<HostState>,
     ) -> wasmtime::Result<()> {
-        if self.interface.legacy {
+        if self.interface.role == Role::Processor {
+            self.export
+                .typed::<(&B,), (Result<Vec<ItemEdit>, String>,)>(store)?;
+        } else if self.interface.legacy() {
             self.export.typed::<(&B,), (Result<(), String>,)>(store)?;
         } else {
             self.export
@@ -151,7 +190,7 @@ impl GuestFuncs {
         resource: &Resource,
     ) -> wasmtime::Result<Result<Preferences, String>> {
         let args = (settings, resource);
-        if self.interface.signal == Signal::Metrics {
+        if self.interface.signal == Signal::Metrics && self.interface.role == Role::Exporter {
             let f = self
                 .init
                 .typed::<Settings<'_>, (Result<MetricPreferences, String>,)>(&*store)?;
@@ -178,7 +217,7 @@ impl GuestFuncs {
         store: &mut Store<HostState>,
         batch: &B,
     ) -> wasmtime::Result<Result<(), ExportError>> {
-        if self.interface.legacy {
+        if self.interface.legacy() {
             let f = self.export.typed::<(&B,), (Result<(), String>,)>(&*store)?;
             let (r,) = f.call_async(&mut *store, (batch,)).await?;
             return Ok(r.map_err(ExportError::Rejected));
@@ -190,13 +229,30 @@ impl GuestFuncs {
         Ok(r)
     }
 
-    /// Calls `force-flush` (`shutdown` with `shutdown`).
+    /// Calls a processor's `process` with `batch`.
+    pub(crate) async fn process<B: Lower + Sync>(
+        &self,
+        store: &mut Store<HostState>,
+        batch: &B,
+    ) -> wasmtime::Result<Result<Vec<ItemEdit>, String>> {
+        let f = self
+            .export
+            .typed::<(&B,), (Result<Vec<ItemEdit>, String>,)>(&*store)?;
+        let (r,) = f.call_async(&mut *store, (batch,)).await?;
+        Ok(r)
+    }
+
+    /// Calls `force-flush` (`shutdown` with `shutdown`); a processor has nothing to flush.
     pub(crate) async fn flush_or_shutdown(
         &self,
         store: &mut Store<HostState>,
         shutdown: bool,
     ) -> wasmtime::Result<Result<(), String>> {
-        let func = if shutdown { self.shutdown } else { self.flush };
+        let func = match (shutdown, self.flush) {
+            (true, _) => self.shutdown,
+            (false, Some(flush)) => flush,
+            (false, None) => return Ok(Ok(())),
+        };
         let f = func.typed::<(), (Result<(), String>,)>(&*store)?;
         let (r,) = f.call_async(&mut *store, ()).await?;
         Ok(r)

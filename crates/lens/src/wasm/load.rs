@@ -10,7 +10,7 @@ use wasmtime::component::{Component, InstancePre, Linker};
 
 use super::cache::{ArtifactCache, ReadFile};
 use super::compiler::CompileBounds;
-use super::interface::{GuestInterface, Signal, WIT_VERSION};
+use super::interface::{GuestInterface, Role, Signal, WIT_VERSION};
 use super::sandbox::HostState;
 use super::structure::StructureLimits;
 use crate::error::LoadError;
@@ -335,8 +335,8 @@ fn missing_export(exports: Vec<String>) -> LoadError {
     }
 }
 
-/// What `missing_export` asks for: `lens:exporter/span-exporter@0.3.0`, `metric-exporter@0.3.0`
-/// or `log-exporter@0.3.0` (between the backquotes of the messages).
+/// What `missing_export` asks for: `lens:exporter/span-exporter@0.4.0`, `metric-exporter@0.4.0`
+/// or `log-exporter@0.4.0` (between the backquotes of the messages).
 fn expected_exports() -> String {
     let [traces, metrics, logs] = Signal::ALL;
     format!(
@@ -348,14 +348,21 @@ fn expected_exports() -> String {
 }
 
 impl LoadedComponent {
-    /// The interface serving `signal` (for spans, 0.3.0 before 0.2.0), or why there is none.
+    /// The exporter interface serving `signal` (the newest version exported), or why there is
+    /// none.
     pub fn interface(&self, signal: Signal) -> Result<GuestInterface, LoadError> {
+        self.interface_of(signal, Role::Exporter)
+    }
+
+    /// The interface of `role` for `signal`, or why there is none.
+    pub fn interface_of(&self, signal: Signal, role: Role) -> Result<GuestInterface, LoadError> {
         self.interfaces
             .iter()
-            .find(|i| i.signal == signal)
+            .find(|i| i.signal == signal && i.role == role)
             .copied()
             .ok_or_else(|| LoadError::SignalNotExported {
                 signal,
+                role,
                 exports: self.exports.clone(),
             })
     }

@@ -17,7 +17,7 @@ use crate::encoding::logs::encode_logs;
 use crate::error::{LensError, WasmSetupError};
 
 /// A log exporter running a sandboxed WebAssembly component
-/// (`lens:exporter/log-exporter@0.3.0`): as many instances as the batch log processor's
+/// (`lens:exporter/log-exporter@0.4.0`): as many instances as the batch log processor's
 /// `max_concurrent_exports`. Records are encoded on the processor's thread, in the encoding
 /// the guest asked for.
 pub struct WasmLogExporter {

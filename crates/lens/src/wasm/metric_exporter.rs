@@ -24,7 +24,7 @@ pub use crate::encoding::metrics_otlp::otlp_data_points;
 use crate::error::{LensError, WasmSetupError};
 
 /// A metric exporter running a sandboxed WebAssembly component
-/// (`lens:exporter/metric-exporter@0.3.0`): one instance, called by the periodic reader once
+/// (`lens:exporter/metric-exporter@0.4.0`): one instance, called by the periodic reader once
 /// per interval with every instrument's data. Its data points are counted like spans:
 /// received, then exported or dropped by reason.
 pub struct WasmMetricExporter {

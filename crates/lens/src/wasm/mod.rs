@@ -1,8 +1,8 @@
 //! The host of sandboxed WebAssembly component exporters (`kind = "wasm"`).
 //!
-//! The component contract is the WIT package in `wit/` (`lens:exporter@0.3.0`: span, metric
-//! and log exporters; 0.2.0 span exporters still load); how batches are encoded for a guest
-//! is the crate's `encoding` module's business.
+//! The component contract is the WIT package in `wit/` (`lens:exporter@0.4.0`: span, metric
+//! and log exporters, and processors; 0.3.0 exporters and 0.2.0 span exporters still load);
+//! how batches are encoded for a guest is the crate's `encoding` module's business.
 //!
 //! - [`engine`]: one engine per process and its epoch deadlines;
 //! - [`mod@load`]: validation of a `.wasm` file, with one [`LoadError`] per problem;
@@ -21,7 +21,9 @@
 //!   when a batch the guest called retryable is sent again;
 //! - [`reload`]: those lanes replaced by a new component's while batches flow (hot reload);
 //! - [`span_exporter`], [`metric_exporter`], [`log_exporter`]: [`WasmSpanExporter`],
-//!   [`WasmMetricExporter`], [`WasmLogExporter`], the SDK's exporter traits over the lanes.
+//!   [`WasmMetricExporter`], [`WasmLogExporter`], the SDK's exporter traits over the lanes;
+//! - [`processor`]: [`WasmProcessor`], a `span-processor` run on each batch before the
+//!   exporters it applies to.
 //!
 //! The host takes what it needs from the installation building it as a [`HostInputs`]; it
 //! never sees the rest of the configuration.
@@ -37,6 +39,7 @@ pub mod interface;
 pub mod load;
 pub mod log_exporter;
 pub mod metric_exporter;
+pub mod processor;
 pub(crate) mod quota;
 pub mod reload;
 pub(crate) mod retry;
@@ -55,10 +58,11 @@ use opentelemetry_sdk::Resource;
 pub use backoff::{FIRST_BACKOFF, HEALTHY_PERIOD, MAX_BACKOFF};
 pub use guest_output::{GuestOutputBuffer, GuestOutputCopy, GuestOutputFiles, GuestOutputSink};
 pub use instance::{INSTANCE_PLACEHOLDER, MAX_GUEST_ERROR};
-pub use interface::{GuestInterface, Signal, WIT_VERSION};
+pub use interface::{GuestInterface, Role, Signal, WIT_VERSION};
 pub use load::{DEFAULT_MAX_FILE_MIB, LoadChecks, LoadedComponent, load};
 pub use log_exporter::WasmLogExporter;
 pub use metric_exporter::WasmMetricExporter;
+pub use processor::WasmProcessor;
 pub use reload::Reloaded;
 pub use retry::{FIRST_RETRY, MAX_RETRY_DELAY};
 pub use sandbox::{
@@ -132,11 +136,34 @@ pub(crate) fn start_lanes(
     inputs: &HostInputs<'_>,
     stats: Arc<ExporterStats>,
 ) -> Result<Lanes, WasmSetupError> {
-    let factory = factory(name, spec, signal, batch, inputs, stats)?;
     let count = match signal {
         Signal::Metrics => 1,
         Signal::Traces | Signal::Logs => batch.max_concurrent_exports,
     };
+    start_role_lanes(
+        name,
+        spec,
+        (signal, Role::Exporter),
+        count,
+        batch,
+        inputs,
+        stats,
+    )
+}
+
+/// Loads, links and starts `count` instances serving `signal` in `role`, each initialised
+/// before this returns.
+pub(crate) fn start_role_lanes(
+    name: &str,
+    spec: &WasmExporterSpec,
+    (signal, role): (Signal, Role),
+    count: usize,
+    batch: &BatchConfig,
+    inputs: &HostInputs<'_>,
+    stats: Arc<ExporterStats>,
+) -> Result<Lanes, WasmSetupError> {
+    let factory = factory(name, spec, (signal, role), batch, inputs, stats)?;
+    let expected = factory.interface.name();
     let lanes = Lanes::new(
         factory,
         inputs.resource.clone(),
@@ -149,10 +176,9 @@ pub(crate) fn start_lanes(
             kind: f.kind,
             detail: f.detail,
         },
-        StartError::Mismatch(detail) => WasmSetupError::Load(LoadError::ExportMismatch {
-            expected: GuestInterface::current(signal).name(),
-            detail,
-        }),
+        StartError::Mismatch(detail) => {
+            WasmSetupError::Load(LoadError::ExportMismatch { expected, detail })
+        }
     })?;
     Ok(lanes)
 }
@@ -232,19 +258,19 @@ pub(crate) fn setup_error(
 pub(crate) fn factory(
     name: &str,
     spec: &WasmExporterSpec,
-    signal: Signal,
+    (signal, role): (Signal, Role),
     batch: &BatchConfig,
     inputs: &HostInputs<'_>,
     stats: Arc<ExporterStats>,
 ) -> Result<InstanceFactory, WasmSetupError> {
-    let grants = grants(name, spec, inputs)?;
+    let grants = grants(name, role, spec, inputs)?;
     let engine = engine::engine(spec.fuel_per_call.is_some())?;
     let cache = cache::shared(inputs.cache, inputs.env);
     let checks = LoadChecks::of(spec);
     let loaded = load(&spec.path, checks, engine, cache)?;
-    let interface = loaded.interface(signal)?;
+    let interface = loaded.interface_of(signal, role)?;
     log::debug!(
-        "wasm exporter `{name}`: {} ({} bytes, sha256 {}) loaded in {:?}; imports: {}",
+        "wasm {role} `{name}`: {} ({} bytes, sha256 {}) loaded in {:?}; imports: {}",
         loaded.path.display(),
         loaded.size,
         loaded.sha256,
@@ -277,6 +303,7 @@ pub(crate) fn factory(
 
 fn grants(
     name: &str,
+    role: Role,
     spec: &WasmExporterSpec,
     inputs: &HostInputs<'_>,
 ) -> Result<Grants, GrantError> {
@@ -298,7 +325,7 @@ fn grants(
         forward_stdio: spec.forward_stdio.unwrap_or(DEFAULT_FORWARD_STDIO),
         output_copy: inputs.output.sink().map(|sink| (Arc::from(name), sink)),
         memory_limit: (memory_mib as usize).saturating_mul(1 << 20),
-        log_prefix: format!("wasm exporter `{name}` rank {}", inputs.rank).into(),
+        log_prefix: format!("wasm {role} `{name}` rank {}", inputs.rank).into(),
         stderr_warnings: Arc::default(),
         write_budget: spec
             .max_write_mib

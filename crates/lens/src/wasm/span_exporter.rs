@@ -16,7 +16,7 @@ use crate::config::{BatchConfig, WasmExporterSpec};
 use crate::error::{LensError, WasmSetupError};
 
 /// A span exporter running a sandboxed WebAssembly component (`lens:exporter/span-exporter`,
-/// 0.3.0 or 0.2.0): one instance per lane, as many lanes as the batch processor's
+/// 0.4.0, 0.3.0 or 0.2.0): one instance per lane, as many lanes as the batch processor's
 /// `max_concurrent_exports`. Spans are encoded on the instance's worker, in the encoding the
 /// guest asked for.
 pub struct WasmSpanExporter {

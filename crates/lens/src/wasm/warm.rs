@@ -19,7 +19,7 @@ use crate::error::{LensError, WasmSetupError};
 pub struct Warmed {
     /// The component file.
     pub path: PathBuf,
-    /// The exporters using it, by display name.
+    /// The exporters (and processors) using it, by display name.
     pub exporters: Vec<String>,
     /// Whether the cache held it already (`Ok(false)`: compiled now), or why it does not load.
     pub outcome: Result<bool, LensError>,
@@ -27,7 +27,7 @@ pub struct Warmed {
     pub elapsed: Duration,
 }
 
-/// Loads every wasm exporter of `config` once through its compilation cache (`env` names the
+/// Loads every wasm exporter and processor of `config` once through its compilation cache (`env` names the
 /// cache directory as the ranks would see it). `Err` when the cache is disabled: nothing would
 /// be kept for the ranks.
 pub fn warm_cache(config: &LensConfig, env: &dyn EnvSource) -> Result<Vec<Warmed>, String> {
@@ -38,12 +38,8 @@ pub fn warm_cache(config: &LensConfig, env: &dyn EnvSource) -> Result<Vec<Warmed
         ));
     };
     let mut warmed: Vec<(bool, Warmed)> = Vec::new();
-    for (_, _, entry) in config.exporter_entries() {
-        let ExporterSpec::Wasm(spec) = entry else {
-            continue;
-        };
+    for (name, spec) in config.wasm_entries() {
         let fuel = spec.fuel_per_call.is_some();
-        let name = entry.display_name();
         if let Some((_, w)) = warmed
             .iter_mut()
             .find(|(f, w)| *f == fuel && w.path == spec.path)
@@ -95,6 +91,7 @@ pub fn warm_file(file: &Path, fuel: bool, env: &dyn EnvSource) -> Result<Vec<War
                 fuel_per_call: fuel.then_some(u64::MAX),
                 ..Default::default()
             })],
+            processors: Vec::new(),
         };
         config.metrics.exporters.clear();
         config.logs.exporters.clear();

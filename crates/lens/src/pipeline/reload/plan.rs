@@ -42,6 +42,22 @@ pub(super) fn plan(registry: &Registry, new: &LensConfig) -> Result<Vec<Planned>
         message,
     };
     let otlp_changed = new.otlp != registry.config.otlp;
+    for signal in Signal::ALL {
+        let (old, now) = (
+            &registry.config.signal(signal).processors,
+            &new.signal(signal).processors,
+        );
+        if old != now {
+            let name = now.first().or(old.first()).map(|p| p.display_name());
+            return Err(refuse(
+                &name.unwrap_or_default(),
+                format!(
+                    "[[{signal}.processors]] changed: processors cannot change in a running \
+                     rank; restart it"
+                ),
+            ));
+        }
+    }
     let mut planned = Vec::new();
     for &signal in &registry.signals {
         let wanted = new.exporters_of(signal);
@@ -106,6 +122,20 @@ pub(super) fn plan(registry: &Registry, new: &LensConfig) -> Result<Vec<Planned>
             Step::Remove => "removed",
             Step::Keep | Step::Swap(_) => continue,
         };
+        if p.signal == Signal::Traces
+            && !new.traces.processors.is_empty()
+            && !matches!(p.step, Step::Remove)
+        {
+            // A rebuilt or added exporter would miss the processors (a redaction skipped).
+            return Err(refuse(
+                &p.name,
+                format!(
+                    "a span entry cannot be {what} in a running installation with \
+                     [[traces.processors]]; restart the rank to apply it (a wasm entry can \
+                     change its file and settings in place)"
+                ),
+            ));
+        }
         if p.signal == Signal::Metrics {
             return Err(refuse(
                 &p.name,

@@ -1,0 +1,235 @@
+//! [`WasmProcessor`]: a component's `span-processor` (`lens:exporter@0.4.0`), run on each batch
+//! before the exporters it applies to.
+//!
+//! The spans stay on the host: the guest gets them encoded (as an exporter would) and answers
+//! with edits, which the `trace::edit` module checks whole and applies. A fault of any kind —
+//! a trap, a deadline, an error returned, an answer refused, lanes backing off after faults,
+//! the processor disabled at setup — sends the batch on unprocessed (`on_fault = "pass"`) or
+//! drops it (`"drop"`), and counts it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::SpanData;
+
+use super::exporter::Lanes;
+use super::instance::Payload;
+use super::interface::{Role, Signal};
+use super::{GuestOutputCopy, HostInputs, setup_error, start_role_lanes};
+use crate::batch::{ExporterStats, ProcessorCounts};
+use crate::config::env::ProcessEnv;
+use crate::config::{
+    BatchConfig, DEFAULT_PROCESSOR_CALL_TIMEOUT_MS, OnFault, ProcessorSpec, WasmExporterSpec,
+};
+use crate::error::{LensError, WasmSetupError};
+use crate::trace::edit;
+
+/// A span processor running a sandboxed WebAssembly component: as many instances as the
+/// exporters it applies to (each exporter's batches run on their own thread), shared by them.
+pub struct WasmProcessor {
+    name: Arc<str>,
+    /// `None` when it was disabled at setup (`on_setup_failure = "disable"`).
+    lanes: Option<Lanes>,
+    on_fault: OnFault,
+    stats: Arc<ExporterStats>,
+    /// The exporters' batch processors still using it: the last to shut down shuts it down.
+    users: AtomicUsize,
+}
+
+impl std::fmt::Debug for WasmProcessor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmProcessor")
+            .field("name", &self.name)
+            .field("on_fault", &self.on_fault)
+            .field("disabled", &self.lanes.is_none())
+            .finish()
+    }
+}
+
+impl WasmProcessor {
+    /// Loads, links and starts a processor entry's instances (`lanes` of them), each
+    /// initialised before this returns. Its call deadline defaults to
+    /// [`DEFAULT_PROCESSOR_CALL_TIMEOUT_MS`].
+    pub fn build(
+        name: &str,
+        spec: &ProcessorSpec,
+        lanes: usize,
+        inputs: &HostInputs<'_>,
+        stats: Arc<ExporterStats>,
+    ) -> Result<Self, WasmSetupError> {
+        let component = with_processor_defaults(spec.component());
+        let batch = BatchConfig {
+            export_timeout_ms: component
+                .call_timeout_ms
+                .unwrap_or(DEFAULT_PROCESSOR_CALL_TIMEOUT_MS),
+            ..BatchConfig::default()
+        };
+        let lanes = start_role_lanes(
+            name,
+            &component,
+            (Signal::Traces, Role::Processor),
+            lanes.max(1),
+            &batch,
+            inputs,
+            stats.clone(),
+        )?;
+        stats.record_component(lanes.sha256());
+        Ok(Self {
+            name: name.into(),
+            lanes: Some(lanes),
+            on_fault: spec.on_fault(),
+            stats,
+            users: AtomicUsize::new(0),
+        })
+    }
+
+    /// In place of a processor whose guest failed at setup: every batch meets its `on_fault`,
+    /// counted as a fault.
+    pub(crate) fn disabled(
+        name: &str,
+        on_fault: OnFault,
+        stats: Arc<ExporterStats>,
+        reason: String,
+    ) -> Self {
+        stats.record_disabled(reason);
+        Self {
+            name: name.into(),
+            lanes: None,
+            on_fault,
+            stats,
+            users: AtomicUsize::new(0),
+        }
+    }
+
+    /// Loads a `.wasm` span processor outside a telemetry installation (tests, benchmarks,
+    /// tools): the process environment for `from_host` grants and the cache of its
+    /// configuration, rank 0, one instance. Errors name the processor and the file.
+    pub fn from_config(
+        name: &str,
+        spec: &ProcessorSpec,
+        resource: &Resource,
+    ) -> Result<(Self, Arc<ExporterStats>), LensError> {
+        let config = crate::LensConfig::from_env()?;
+        spec.validate(&Default::default())
+            .map_err(|message| LensError::Config {
+                source_name: format!("wasm processor `{name}`"),
+                message,
+                source: None,
+            })?;
+        let inputs = HostInputs {
+            env: &ProcessEnv,
+            rank: 0,
+            resource,
+            cache: &config.wasm_cache,
+            output: GuestOutputCopy::None,
+        };
+        let stats = Arc::new(ExporterStats::new(name));
+        let processor = Self::build(name, spec, 1, &inputs, stats.clone())
+            .map_err(|source| setup_error(name, spec.component(), source))?;
+        Ok((processor, stats))
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// Its own counts (spans seen, passed on, dropped, met a fault) and its guest's faults.
+    pub fn stats(&self) -> &Arc<ExporterStats> {
+        &self.stats
+    }
+
+    /// Runs the processor on `spans`: what goes on, and what it did. Never fails: a fault sends
+    /// the batch on unprocessed or drops it, as `on_fault` says.
+    pub fn process_spans(&self, spans: Vec<SpanData>) -> (Vec<SpanData>, ProcessorCounts) {
+        let items = spans.len() as u64;
+        if items == 0 {
+            return (spans, ProcessorCounts::default());
+        }
+        let (mut spans, answer) = match &self.lanes {
+            None => (spans, Err(None)),
+            Some(lanes) => {
+                let shared = Arc::new(spans);
+                let edits = lanes.process(|_, _| Payload::SharedSpans(shared.clone()));
+                // The worker drops its reference before answering; one it abandoned (a host
+                // call that never yields) may still hold it.
+                let spans = Arc::try_unwrap(shared).unwrap_or_else(|s| s.as_ref().clone());
+                (spans, edits.map_err(|e| Some(e.to_string())))
+            }
+        };
+        let applied = answer.and_then(|edits| {
+            edit::apply(&mut spans, edits).map_err(|e| {
+                self.stats.record_guest_error();
+                Some(format!("wasm processor `{}`: {e}", self.name))
+            })
+        });
+        let counts = match applied {
+            Ok(dropped) => ProcessorCounts { dropped, faults: 0 },
+            Err(why) => {
+                if let Some(why) = why {
+                    log::warn!("{why}; the batch of {items} spans is {}", self.fault_fate());
+                }
+                if self.on_fault == OnFault::Drop {
+                    spans.clear();
+                }
+                ProcessorCounts {
+                    dropped: if self.on_fault == OnFault::Drop {
+                        items
+                    } else {
+                        0
+                    },
+                    faults: items,
+                }
+            }
+        };
+        self.stats.record_processor_batch(items, counts);
+        (spans, counts)
+    }
+
+    fn fault_fate(&self) -> &'static str {
+        match self.on_fault {
+            OnFault::Pass => "passed on unprocessed (on_fault = \"pass\")",
+            OnFault::Drop => "dropped (on_fault = \"drop\")",
+        }
+    }
+
+    /// One more exporter's batch processor uses it.
+    pub(crate) fn retain(&self) {
+        self.users.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An exporter's batch processor using it shut down: the last one shuts its instances
+    /// down (`shutdown`, within `timeout`).
+    pub(crate) fn release(&self, timeout: Duration) {
+        if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shutdown(timeout);
+        }
+    }
+
+    /// Shuts its instances down (each `shutdown` within the call deadline; all within
+    /// `timeout`).
+    pub fn shutdown(&self, timeout: Duration) {
+        if let Some(lanes) = &self.lanes
+            && let Err(e) = lanes.shutdown(Some(timeout))
+        {
+            log::debug!("wasm processor `{}`: shutdown: {e}", self.name);
+        }
+    }
+
+    /// Hands its instances the provider's resource.
+    pub(crate) fn set_resource(&self, resource: &Resource) {
+        if let Some(lanes) = &self.lanes {
+            lanes.set_resource(resource);
+        }
+    }
+}
+
+/// A processor's component entry with its call deadline's default.
+fn with_processor_defaults(spec: &WasmExporterSpec) -> WasmExporterSpec {
+    let mut spec = spec.clone();
+    spec.call_timeout_ms
+        .get_or_insert(DEFAULT_PROCESSOR_CALL_TIMEOUT_MS);
+    spec
+}

@@ -1,0 +1,219 @@
+//! Processors in a rank's pipeline: the exporters they apply to, every span in exactly one
+//! counter of each exporter, a disabled processor, components built for 0.3.0 behind one, and
+//! what a reload refuses.
+
+use std::collections::HashMap;
+
+use lens::config::{ExporterSpec, OnFault, ProcessorSpec, SignalConfig, WasmProcessorSpec};
+use lens::opentelemetry::trace::{Span as _, Tracer as _};
+use lens::{LensConfig, Telemetry, TelemetryHandle};
+use lens_test_support::pipeline::{T, exporting};
+use lens_test_support::wasm::{lines, recorder_at};
+
+use super::processor;
+
+fn install(exporters: Vec<ExporterSpec>, processors: Vec<ProcessorSpec>) -> TelemetryHandle {
+    try_install(exporters, processors).unwrap()
+}
+
+fn try_install(
+    exporters: Vec<ExporterSpec>,
+    processors: Vec<ProcessorSpec>,
+) -> Result<TelemetryHandle, lens::LensError> {
+    let config = LensConfig {
+        run_id: "processors".into(),
+        metrics_enabled: false,
+        traces: SignalConfig {
+            exporters,
+            processors,
+        },
+        ..exporting()
+    };
+    Telemetry::builder(config)
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .install()
+}
+
+fn named_none(name: &str) -> ExporterSpec {
+    ExporterSpec::None(lens::config::NoneExporterSpec {
+        name: Some(name.into()),
+    })
+}
+
+/// Ends `n` spans of the `gen_ai` mix (see `gen_ai_spans`) and flushes.
+fn end_spans(handle: &TelemetryHandle, n: usize) {
+    let tracer = handle.tracer("t");
+    for i in 0..n {
+        let name = ["gen_ai.chat", "step", "data_loader"][i % 3];
+        let mut s = tracer.start(name);
+        if name == "gen_ai.chat" {
+            s.set_attribute(lens::opentelemetry::KeyValue::new(
+                "gen_ai.prompt",
+                "secret",
+            ));
+        }
+        s.end();
+    }
+    handle.force_flush(T).unwrap();
+}
+
+fn only_for(mut spec: ProcessorSpec, exporters: &[&str]) -> ProcessorSpec {
+    let ProcessorSpec::Wasm(w) = &mut spec else {
+        unreachable!()
+    };
+    w.exporters = exporters.iter().map(|e| e.to_string()).collect();
+    spec
+}
+
+#[test]
+fn processors_apply_in_order_to_the_exporters_they_name_and_every_span_is_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let vendor = recorder_at(dir.path(), "vendor", "vendor.jsonl", "typed", &[]);
+    let handle = install(
+        vec![ExporterSpec::Wasm(vendor), named_none("local")],
+        vec![
+            only_for(
+                processor("drop-steps", "filter", &[("names", "step")], OnFault::Pass),
+                &["vendor"],
+            ),
+            processor(
+                "redact",
+                "redact",
+                &[("keys", "gen_ai.prompt")],
+                OnFault::Drop,
+            ),
+        ],
+    );
+    end_spans(&handle, 30);
+    let stats = handle.stats();
+    let vendor = stats.exporter("vendor").unwrap();
+    let local = stats.exporter("local").unwrap();
+    assert_eq!((vendor.received, vendor.exported), (30, 20));
+    assert_eq!(vendor.dropped_processor, 10);
+    assert_eq!(vendor.processors["drop-steps"].dropped, 10);
+    assert_eq!(vendor.processors["redact"].dropped, 0);
+    assert_eq!(
+        (local.received, local.exported, local.dropped_processor),
+        (30, 30, 0)
+    );
+    assert!(!local.processors.contains_key("drop-steps"));
+    for e in [vendor, local] {
+        assert_eq!(e.received, e.exported + e.dropped(), "{}", e.name);
+        assert_eq!(e.processor_faults, 0);
+    }
+    // The processors' own counts: `redact` saw both exporters' batches.
+    let redact = stats.span_processor("redact").unwrap();
+    assert_eq!((redact.received, redact.exported), (20 + 30, 20 + 30));
+    assert_eq!(
+        stats
+            .span_processor("drop-steps")
+            .unwrap()
+            .dropped_processor,
+        10
+    );
+    handle.shutdown(T).unwrap();
+    let recorded: Vec<serde_json::Value> = lines(&dir.path().join("vendor.jsonl"))
+        .into_iter()
+        .filter_map(|l| l.get("typed").cloned())
+        .flat_map(|t| t.as_array().unwrap().clone())
+        .collect();
+    assert_eq!(recorded.len(), 20);
+    let text = serde_json::to_string(&recorded).unwrap();
+    assert!(
+        !text.contains("secret") && !text.contains("\"step\""),
+        "{text}"
+    );
+    assert_eq!(text.matches("lens.redacted").count(), 10);
+}
+
+#[test]
+fn a_processor_disabled_at_setup_fails_open_or_closed() {
+    for (on_fault, exported) in [(OnFault::Pass, 6), (OnFault::Drop, 0)] {
+        let handle = install(
+            vec![named_none("local")],
+            vec![processor("broken", "refuse-init", &[], on_fault)],
+        );
+        end_spans(&handle, 6);
+        let stats = handle.stats();
+        let local = stats.exporter("local").unwrap();
+        assert_eq!(local.exported, exported);
+        assert_eq!(local.dropped_processor, 6 - exported);
+        assert_eq!(local.processors["broken"].faults, 6);
+        let broken = stats.span_processor("broken").unwrap();
+        assert!(
+            broken
+                .disabled
+                .as_deref()
+                .unwrap()
+                .contains("this processor refuses to start"),
+            "{broken:?}"
+        );
+        handle.shutdown(T).unwrap();
+    }
+    let mut strict = processor("broken", "refuse-init", &[], OnFault::Pass);
+    let ProcessorSpec::Wasm(WasmProcessorSpec { component, .. }) = &mut strict else {
+        unreachable!()
+    };
+    component.on_setup_failure = Some(lens::config::SetupFailurePolicy::Fail);
+    let err = try_install(vec![named_none("local")], vec![strict]).unwrap_err();
+    assert!(
+        err.to_string().starts_with("wasm exporter `broken`")
+            || err.to_string().contains("`broken`"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("this processor refuses to start"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_exporter_built_for_0_3_0_runs_behind_a_processor() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut old = recorder_at(dir.path(), "old", "old.jsonl", "typed", &[]);
+    old.path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/all/fixtures/recorder-lens-exporter-0.3.0.wasm");
+    let handle = install(
+        vec![ExporterSpec::Wasm(old)],
+        vec![processor(
+            "drop-steps",
+            "filter",
+            &[("names", "step")],
+            OnFault::Pass,
+        )],
+    );
+    end_spans(&handle, 9);
+    assert_eq!(handle.stats().exporter("old").unwrap().exported, 6);
+    handle.shutdown(T).unwrap();
+}
+
+#[test]
+fn a_reload_refuses_to_change_processors_or_bypass_them() {
+    let p = || processor("drop-steps", "filter", &[("names", "step")], OnFault::Pass);
+    let handle = install(vec![named_none("local")], vec![p()]);
+    let config = |processors, exporters| LensConfig {
+        run_id: "processors".into(),
+        metrics_enabled: false,
+        traces: SignalConfig {
+            exporters,
+            processors,
+        },
+        ..exporting()
+    };
+    let err = handle
+        .reload_exporters(&config(vec![], vec![named_none("local")]))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("[[traces.processors]] changed"),
+        "{err}"
+    );
+    let err = handle
+        .reload_exporters(&config(
+            vec![p()],
+            vec![named_none("local"), named_none("new")],
+        ))
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot be added"), "{err}");
+    handle.shutdown(T).unwrap();
+}
