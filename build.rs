@@ -16,11 +16,18 @@ fn main() {
         &[
             "rust-jsonl",
             "rust-vendor-http",
+            "rust-redact",
+            "rust-filter",
             "../sdk/rust/src",
             "../sdk/rust/Cargo.toml",
         ],
         &here.join("guest-examples/.tools/rust-target"),
-        &["lens_jsonl_exporter", "lens_vendor_http_exporter"],
+        &[
+            "lens_jsonl_exporter",
+            "lens_vendor_http_exporter",
+            "lens_redact_processor",
+            "lens_filter_processor",
+        ],
     );
     println!(
         "cargo:rustc-env=LENS_BUILTIN_JSONL_WASM={}",
@@ -30,5 +37,13 @@ fn main() {
     println!(
         "cargo:rustc-env=LENS_EXAMPLE_VENDOR_HTTP_WASM={}",
         built[1].display()
+    );
+    println!(
+        "cargo:rustc-env=LENS_EXAMPLE_REDACT_WASM={}",
+        built[2].display()
+    );
+    println!(
+        "cargo:rustc-env=LENS_EXAMPLE_FILTER_WASM={}",
+        built[3].display()
     );
 }

@@ -22,12 +22,14 @@ installed() { [ -f "$1/.lens-installed" ]; }
 mark_installed() { echo "$2" > "$1/.lens-installed"; }
 
 build_rust() {
-  step "rust: rust-jsonl, rust-vendor-http"
+  step "rust: rust-jsonl, rust-vendor-http, rust-redact, rust-filter"
   rustup target add wasm32-wasip2 >/dev/null 2>&1 || true
   cargo build --quiet --release --target wasm32-wasip2 \
     --manifest-path "$here/Cargo.toml" --target-dir "$tools/rust-target"
   cp "$tools/rust-target/wasm32-wasip2/release/lens_jsonl_exporter.wasm" "$dist/rust-jsonl.wasm"
   cp "$tools/rust-target/wasm32-wasip2/release/lens_vendor_http_exporter.wasm" "$dist/rust-vendor-http.wasm"
+  cp "$tools/rust-target/wasm32-wasip2/release/lens_redact_processor.wasm" "$dist/rust-redact.wasm"
+  cp "$tools/rust-target/wasm32-wasip2/release/lens_filter_processor.wasm" "$dist/rust-filter.wasm"
 }
 
 build_c() {

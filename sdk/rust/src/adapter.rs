@@ -9,12 +9,14 @@ use crate::bindings::logs::lens::exporter::log_types::LogBatch as WitLogBatch;
 use crate::bindings::metrics::lens::exporter::metric_types::{
     MetricBatch as WitMetricBatch, MetricPreferences,
 };
+use crate::bindings::processors::lens::exporter::edit_types::ItemEdit;
 use crate::bindings::spans::lens::exporter::types::{
     Batch, Encoding as WitEncoding, ExportError as WitExportError, Resource,
 };
 use crate::export::{Config, ExportError};
 use crate::logs::{LogBatch, LogExporter};
 use crate::metrics::{MetricBatch, MetricExporter};
+use crate::process::{Edits, SpanProcessor};
 use crate::trace::{SpanBatch, SpanExporter};
 use crate::wire;
 
@@ -151,6 +153,41 @@ pub fn log_export<T: LogExporter>(slot: Key<T>, batch: WitLogBatch) -> Result<()
         WitLogBatch::OtlpProtobuf(bytes) => exporter.export(LogBatch::OtlpProtobuf(bytes)),
         WitLogBatch::OtlpJson(_) => Err(otlp_json_refused()),
     })
+}
+
+/// `span-processor.init`.
+pub fn span_processor_init<T: SpanProcessor>(
+    slot: Key<T>,
+    settings: Vec<(String, String)>,
+    resource: Resource,
+) -> Result<WitEncoding, String> {
+    init(slot, T::new(Config::new(settings, resource)), |p| {
+        p.encoding().wit()
+    })
+}
+
+/// `span-processor.process`: the processor's edits, or its error (a batch the views could not
+/// read is an error too: the host then applies the entry's `on_fault`).
+pub fn span_process<T: SpanProcessor>(slot: Key<T>, batch: Batch) -> Result<Vec<ItemEdit>, String> {
+    wire::reset_malformed();
+    let mut edits = Edits::new();
+    with_live(
+        slot,
+        |why| Err(why.to_string()),
+        |processor| match &batch {
+            Batch::Typed(groups) => processor.process(SpanBatch::from_typed(groups), &mut edits),
+            Batch::OtlpProtobuf(bytes) => {
+                processor.process(SpanBatch::from_otlp_protobuf(bytes), &mut edits)
+            }
+            Batch::OtlpJson(_) => {
+                Err("the Rust SDK reads typed or OTLP protobuf batches, not OTLP/JSON".into())
+            }
+        },
+    )?;
+    if wire::malformed() {
+        return Err("the batch's OTLP protobuf bytes are malformed".into());
+    }
+    Ok(edits.into_wit())
 }
 
 /// `force-flush`, for any signal.

@@ -1,5 +1,5 @@
 //! The WIT bindings, generated once per world so that a component exports exactly the interfaces
-//! of the signals it implements: `exporter` (spans), `metrics`, `logs`. A component serving all
+//! of the signals it implements: `exporter` (spans), `metrics`, `logs`, and `span-processors`. A component serving all
 //! three invokes the three export macros and the component tooling unions the worlds, which is
 //! `all-signals`. (One `all-signals` generation would export all three interfaces always; per-world
 //! generations that each contained `span-exporter` would define its export macro twice.)
@@ -28,6 +28,18 @@ pub mod metrics {
         pub_export_macro: true,
         export_macro_name: "__export_metrics",
         default_bindings_module: "$crate::bindings::metrics",
+        with: { "lens:exporter/types@0.4.0": crate::bindings::spans::lens::exporter::types },
+    });
+}
+
+/// World `span-processors`: `span-processor` and `edit-types`.
+pub mod processors {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "span-processors",
+        pub_export_macro: true,
+        export_macro_name: "__export_span_processors",
+        default_bindings_module: "$crate::bindings::processors",
         with: { "lens:exporter/types@0.4.0": crate::bindings::spans::lens::exporter::types },
     });
 }

@@ -40,6 +40,8 @@
 //!   the protobuf reader); [`context`]: ids and [`SpanContext`].
 //! - [`value`]: attribute values and lists.
 //! - [`metrics`], [`logs`]: the other two signals' traits, over borrowed WIT records.
+//! - [`process`]: [`SpanProcessor`] and the [`Edits`] it answers with (drop, set or remove
+//!   attributes, rename, set status), by span index.
 //! - [`export`](mod@export): settings and resource ([`Config`]), [`Encoding`], [`ExportError`].
 //! - `serialize` (feature `serde`): `Serialize` for values, attributes and ids.
 //! - `bindings`, `adapter`: the generated bindings and the glue `export!` expands to.
@@ -52,6 +54,7 @@ pub mod context;
 pub mod export;
 pub mod logs;
 pub mod metrics;
+pub mod process;
 #[cfg(feature = "serde")]
 mod serialize;
 pub mod span;
@@ -66,6 +69,7 @@ pub use context::{HexId, SpanContext, SpanId, TraceId};
 pub use export::{Config, Encoding, ExportError, ExportResult};
 pub use logs::{LogBatch, LogExporter};
 pub use metrics::{MetricBatch, MetricExporter};
+pub use process::{Edits, NewStatus, SpanProcessor};
 pub use span::{Event, Link, Scope, Span, SpanKind, Status};
 pub use trace::{SpanBatch, SpanExporter};
 pub use value::{Array, Attributes, Value};
@@ -75,7 +79,8 @@ pub use bindings::spans::lens::exporter::types as wit;
 
 /// Exports the component: each signal it serves and the type implementing it, in any order and
 /// any subset, e.g. `export!(spans: MyExporter)` or
-/// `export!(spans: Lines, metrics: MetricLines, logs: LogLines)`. A component exports exactly the
+/// `export!(spans: Lines, metrics: MetricLines, logs: LogLines)`; a span processor is
+/// `export!(span_processor: Redact)`. A component exports exactly the
 /// interfaces named, so the host refuses it, by name, under a signal it does not serve.
 #[macro_export]
 macro_rules! export {
@@ -173,10 +178,38 @@ macro_rules! __export_signal {
             $crate::bindings::logs::__export_logs!(__LensLogs with_types_in $crate::bindings::logs);
         };
     };
+    (span_processor, $ty:ty) => {
+        const _: () = {
+            use $crate::bindings::processors::exports::lens::exporter::span_processor::Guest;
+            use $crate::bindings::processors::lens::exporter::edit_types as __e;
+            use $crate::bindings::spans::lens::exporter::types as __t;
+            ::std::thread_local! {
+                static SLOT: $crate::adapter::Slot<$ty> = const { $crate::adapter::Slot::new() };
+            }
+            struct __LensSpanProcessor;
+            impl Guest for __LensSpanProcessor {
+                fn init(
+                    settings: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+                    resource: __t::Resource,
+                ) -> ::std::result::Result<__t::Encoding, ::std::string::String> {
+                    $crate::adapter::span_processor_init::<$ty>(&SLOT, settings, resource)
+                }
+                fn process(
+                    batch: __t::Batch,
+                ) -> ::std::result::Result<::std::vec::Vec<__e::ItemEdit>, ::std::string::String> {
+                    $crate::adapter::span_process::<$ty>(&SLOT, batch)
+                }
+                fn shutdown() -> ::std::result::Result<(), ::std::string::String> {
+                    $crate::adapter::shutdown(&SLOT, <$ty as $crate::SpanProcessor>::shutdown)
+                }
+            }
+            $crate::bindings::processors::__export_span_processors!(__LensSpanProcessor with_types_in $crate::bindings::processors);
+        };
+    };
     ($other:ident, $ty:ty) => {
         ::std::compile_error!(::std::concat!(
             "lens_exporter_sdk::export!: `", ::std::stringify!($other),
-            "` is not a signal (spans, metrics, logs)"
+            "` is not a signal (spans, metrics, logs) or `span_processor`"
         ));
     };
 }

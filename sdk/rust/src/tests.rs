@@ -441,3 +441,34 @@ fn values_display_as_opentelemetry_displays_them() {
     let map = Value::Map(crate::value::Attributes::from_wit(&kv));
     assert_eq!(map.to_string(), r#"{"k":[1,2],"s":"x"}"#);
 }
+
+#[test]
+fn edits_answer_each_span_once_in_index_order_and_a_drop_wins() {
+    use crate::bindings::processors::lens::exporter::edit_types::{Action, Change};
+    use crate::{Edits, NewStatus};
+    let mut edits = Edits::new();
+    assert!(edits.into_wit().is_empty(), "no edit: an empty answer");
+    let mut edits = Edits::new();
+    edits.rename(3, "renamed");
+    edits.set_attribute(3, "cost.centre", "research");
+    edits.remove_attribute(3, "gen_ai.prompt");
+    edits.set_status(3, NewStatus::Error("bad".into()));
+    edits.set_attribute(1, "n", 7i64);
+    edits.drop(1);
+    edits.set_attribute(1, "ignored", true);
+    edits.drop(0);
+    assert!(edits.is_dropped(1) && !edits.is_dropped(3));
+    assert_eq!(edits.len(), 3);
+    let answer = edits.into_wit();
+    let indices: Vec<u32> = answer.iter().map(|e| e.index).collect();
+    assert_eq!(indices, [0, 1, 3]);
+    assert!(matches!(answer[0].action, Action::Drop));
+    assert!(matches!(answer[1].action, Action::Drop));
+    let Action::Edit(changes) = &answer[2].action else {
+        panic!("span 3 is edited")
+    };
+    assert!(matches!(&changes[0], Change::Rename(n) if n == "renamed"));
+    assert!(matches!(&changes[1], Change::SetAttribute(kv) if kv.key == "cost.centre"));
+    assert!(matches!(&changes[2], Change::RemoveAttribute(k) if k == "gen_ai.prompt"));
+    assert!(matches!(&changes[3], Change::SetStatus(wit::Status::Error(d)) if d == "bad"));
+}
