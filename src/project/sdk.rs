@@ -44,6 +44,7 @@ pub const FILES: &[(&str, &str)] = &[
     file!("sdk/rust/src/lib.rs"),
     file!("sdk/rust/src/logs.rs"),
     file!("sdk/rust/src/metrics.rs"),
+    file!("sdk/rust/src/process.rs"),
     file!("sdk/rust/src/serialize.rs"),
     file!("sdk/rust/src/span.rs"),
     file!("sdk/rust/src/tests.rs"),

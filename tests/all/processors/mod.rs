@@ -2,6 +2,7 @@
 //! against native reference processors, their place in the pipeline (the exporters they apply
 //! to, their order, the accounting), and their faults.
 
+mod check;
 mod demo;
 mod edits;
 mod faults;

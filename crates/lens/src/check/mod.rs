@@ -1,8 +1,9 @@
 //! What `lens check` runs against an exporter component: validation, capabilities, timings,
-//! and a conformance suite for each exporter interface it exports (`suites`), independent of
-//! any guest SDK (feature `testing`: its spans, metrics and log records are
+//! and a conformance suite for each exporter interface it exports (`suites`) and for its span
+//! processor (`processors`), independent of any guest SDK (feature `testing`: its spans, metrics and log records are
 //! [`crate::testing`]'s).
 
+mod processors;
 mod suites;
 
 use std::sync::Arc;
@@ -295,13 +296,17 @@ pub fn check_with(
     let loaded = load_report(spec, &config, options)?;
     let resource = check_resource();
     let mut signals = Vec::new();
-    // Processor interfaces have no suite here yet: `lens check` runs the exporters'.
-    for interface in loaded
-        .interfaces
-        .iter()
-        .filter(|i| i.role == crate::wasm::Role::Exporter)
-    {
+    for interface in &loaded.interfaces {
         let output = Arc::new(GuestOutputBuffer::default());
+        if interface.role == crate::wasm::Role::Processor {
+            // The host runs span processors only (metric and log ones are refused in a config).
+            if interface.signal == Signal::Traces {
+                let mut report = processors::span_processor(spec, &resource, &output)?;
+                report.interface = interface.name();
+                signals.push(report);
+            }
+            continue;
+        }
         let mut report = match interface.signal {
             Signal::Traces => suites::spans(spec, &resource, &output)?,
             Signal::Metrics => suites::metrics(spec, &resource, &output)?,

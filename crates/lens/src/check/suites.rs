@@ -35,7 +35,7 @@ fn timed(f: impl FnOnce() -> Result<(), OTelSdkError>) -> Result<Duration, Strin
 }
 
 /// The cases run so far, and the bulk case's cost per item.
-struct Cases {
+pub(super) struct Cases {
     cases: Vec<CaseResult>,
     per_item_ns: Option<f64>,
     /// What the guest writes, taken after each case.
@@ -44,7 +44,7 @@ struct Cases {
 
 impl Cases {
     /// The cases of an exporter just started (what it printed so far is its `init`'s).
-    fn new(output: &Arc<GuestOutputBuffer>) -> Self {
+    pub(super) fn new(output: &Arc<GuestOutputBuffer>) -> Self {
         Self {
             cases: vec![CaseResult::new(
                 "init with the given settings",
@@ -56,7 +56,7 @@ impl Cases {
         }
     }
 
-    fn case(&mut self, name: &'static str, outcome: Result<Duration, String>) {
+    pub(super) fn case(&mut self, name: &'static str, outcome: Result<Duration, String>) {
         self.cases
             .push(CaseResult::new(name, outcome, &self.output));
     }
@@ -68,7 +68,17 @@ impl Cases {
         items: u64,
         run: impl FnOnce() -> Result<(), OTelSdkError>,
     ) {
-        let outcome = timed(run);
+        self.bulk_outcome(name, items, || timed(run));
+    }
+
+    /// The bulk case whose `run` times itself.
+    pub(super) fn bulk_outcome(
+        &mut self,
+        name: &'static str,
+        items: u64,
+        run: impl FnOnce() -> Result<Duration, String>,
+    ) {
+        let outcome = run();
         if let Ok(d) = &outcome {
             self.per_item_ns = Some(d.as_nanos() as f64 / items.max(1) as f64);
         }
@@ -76,7 +86,7 @@ impl Cases {
     }
 
     /// The report, with the traps and peak memory the exporter's statistics saw.
-    fn report(
+    pub(super) fn report(
         mut self,
         signal: Signal,
         encoding: Option<&'static str>,

@@ -19,6 +19,7 @@ use super::instance::Payload;
 use super::interface::{Role, Signal};
 use super::{GuestOutputCopy, HostInputs, setup_error, start_role_lanes};
 use crate::batch::{ExporterStats, ProcessorCounts};
+use crate::bindings::edit_types::ItemEdit;
 use crate::config::env::ProcessEnv;
 use crate::config::{
     BatchConfig, DEFAULT_PROCESSOR_CALL_TIMEOUT_MS, OnFault, ProcessorSpec, WasmExporterSpec,
@@ -111,6 +112,17 @@ impl WasmProcessor {
         spec: &ProcessorSpec,
         resource: &Resource,
     ) -> Result<(Self, Arc<ExporterStats>), LensError> {
+        Self::from_config_with_output(name, spec, resource, GuestOutputCopy::None)
+    }
+
+    /// [`from_config`](Self::from_config), with a copy of the guest's output sent to `output`
+    /// (`lens check` shows it per case).
+    pub fn from_config_with_output(
+        name: &str,
+        spec: &ProcessorSpec,
+        resource: &Resource,
+        output: GuestOutputCopy,
+    ) -> Result<(Self, Arc<ExporterStats>), LensError> {
         let config = crate::LensConfig::from_env()?;
         spec.validate(&Default::default())
             .map_err(|message| LensError::Config {
@@ -123,7 +135,7 @@ impl WasmProcessor {
             rank: 0,
             resource,
             cache: &config.wasm_cache,
-            output: GuestOutputCopy::None,
+            output,
         };
         let stats = Arc::new(ExporterStats::new(name));
         let processor = Self::build(name, spec, 1, &inputs, stats.clone())
@@ -150,13 +162,9 @@ impl WasmProcessor {
         }
         let (mut spans, answer) = match &self.lanes {
             None => (spans, Err(None)),
-            Some(lanes) => {
-                let shared = Arc::new(spans);
-                let edits = lanes.process(|_, _| Payload::SharedSpans(shared.clone()));
-                // The worker drops its reference before answering; one it abandoned (a host
-                // call that never yields) may still hold it.
-                let spans = Arc::try_unwrap(shared).unwrap_or_else(|s| s.as_ref().clone());
-                (spans, edits.map_err(|e| Some(e.to_string())))
+            Some(_) => {
+                let (spans, answer) = self.answer(spans);
+                (spans, answer.map_err(Some))
             }
         };
         let applied = answer.and_then(|edits| {
@@ -186,6 +194,28 @@ impl WasmProcessor {
         };
         self.stats.record_processor_batch(items, counts);
         (spans, counts)
+    }
+
+    /// The guest's raw answer to `spans` (not checked, not applied), with the spans back:
+    /// what `lens check` examines. `Err` on a fault or a guest error.
+    pub(crate) fn answer(
+        &self,
+        spans: Vec<SpanData>,
+    ) -> (Vec<SpanData>, Result<Vec<ItemEdit>, String>) {
+        let Some(lanes) = &self.lanes else {
+            return (spans, Err("the processor is disabled".into()));
+        };
+        let shared = Arc::new(spans);
+        let edits = lanes.process(|_, _| Payload::SharedSpans(shared.clone()));
+        // The worker drops its reference before answering; one it abandoned (a host call
+        // that never yields) may still hold it.
+        let spans = Arc::try_unwrap(shared).unwrap_or_else(|s| s.as_ref().clone());
+        (spans, edits.map_err(|e| e.to_string()))
+    }
+
+    /// The batch encoding the guest asked for, once started.
+    pub fn encoding(&self) -> Option<&'static str> {
+        self.lanes.as_ref().and_then(Lanes::encoding)
     }
 
     fn fault_fate(&self) -> &'static str {
