@@ -52,7 +52,7 @@ build_c() {
 }
 
 build_python() {
-  step "python: python-jsonl, python-seed (componentize-py $COMPONENTIZE_PY_VERSION, the Python SDK)"
+  step "python: python-jsonl, python-seed, python-redact (componentize-py $COMPONENTIZE_PY_VERSION, the Python SDK)"
   local venv="$tools/componentize-py-$COMPONENTIZE_PY_VERSION" sdk="$here/../sdk/python"
   if ! installed "$venv"; then
     rm -rf "$venv"
@@ -72,13 +72,15 @@ build_python() {
     -p "$here/python-jsonl" app -o "$dist/python-jsonl.wasm" >/dev/null
   "$venv/bin/componentize-py" -d "$wit" -w exporter componentize -p "$sdk" -p "$deps" \
     -p "$here/python-seed" app -o "$dist/python-seed.wasm" >/dev/null
+  "$venv/bin/componentize-py" -d "$wit" -w span-processors componentize -p "$sdk" -p "$deps" \
+    -p "$here/python-redact" app -o "$dist/python-redact.wasm" >/dev/null
   # Not an example: the SDK's test guest (tests/all/guests/python_sdk.rs).
   "$venv/bin/componentize-py" -d "$wit" -w exporter componentize -p "$sdk" -p "$deps" \
     -p "$sdk/tests/guest" app -o "$dist/python-sdk-fields.wasm" >/dev/null
 }
 
 build_js() {
-  step "js: js-jsonl (componentize-js $COMPONENTIZE_JS_VERSION)"
+  step "js: js-jsonl, js-filter (componentize-js $COMPONENTIZE_JS_VERSION)"
   local js="$tools/componentize-js-$COMPONENTIZE_JS_VERSION"
   if ! installed "$js"; then
     rm -rf "$js" && mkdir -p "$js"
@@ -90,6 +92,8 @@ build_js() {
   # No HTTP needed: -d http -d fetch-event keeps wasi:http out of its imports.
   "$js/node_modules/.bin/componentize-js" "$here/js-jsonl/exporter.js" --wit "$wit" -n all-signals \
     -o "$dist/js-jsonl.wasm" -d http -d fetch-event >/dev/null
+  "$js/node_modules/.bin/componentize-js" "$here/js-filter/processor.js" --wit "$wit" \
+    -n span-processors -o "$dist/js-filter.wasm" -d http -d fetch-event >/dev/null
   # componentize-qjs (same package) is not used: its --sync runtime has no console or stdio,
   # and its default runtime needs the component-model async ABI. See docs/writing-an-exporter.md.
 }

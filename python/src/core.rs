@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use lens::config::{BatchConfig, ExporterSpec, FileWatch, ReloadConfig, WasmExporterSpec};
+use lens::config::{
+    BatchConfig, ExporterSpec, FileWatch, ProcessorSpec, ReloadConfig, WasmExporterSpec,
+};
 use lens::opentelemetry_sdk::Resource;
 use lens::trace::ExporterStats;
 use lens::{LensConfig, Signal};
@@ -21,6 +23,9 @@ pub struct Entry {
     /// The config file it comes from (watched from the content it was read with), and that
     /// file's `[reload]` table.
     pub source: Option<(FileWatch, ReloadConfig)>,
+    /// The sandboxed processors run before it (spans only): the file's `[[traces.processors]]`
+    /// that apply to it, or the `processors` keyword.
+    pub processors: Vec<ProcessorSpec>,
 }
 
 pub fn load_error(e: impl std::fmt::Display) -> PyErr {
@@ -31,10 +36,18 @@ impl Entry {
     /// The entry the keywords describe (the JSON of a wasm entry, without `kind`); its batch
     /// settings are the environment's (`LENS_*`) with the entry's own on top.
     pub fn from_json(spec_json: &str, signal: Signal) -> PyResult<Self> {
-        let spec: WasmExporterSpec = serde_json::from_str(spec_json)
+        let mut spec: serde_json::Value = serde_json::from_str(spec_json)
+            .map_err(|e| load_error(format!("invalid exporter settings: {e}")))?;
+        let processors = spec
+            .as_object_mut()
+            .and_then(|o| o.remove("processors"))
+            .unwrap_or_else(|| serde_json::Value::Array(Vec::new()));
+        let spec: WasmExporterSpec = serde_json::from_value(spec)
             .map_err(|e| load_error(format!("invalid exporter settings: {e}")))?;
         let config = LensConfig::from_env().map_err(load_error)?;
-        Ok(Self::new(&config, spec, signal))
+        let mut entry = Self::new(&config, spec, signal);
+        entry.processors = processors_of(processors, &entry.name, signal)?;
+        Ok(entry)
     }
 
     fn new(config: &LensConfig, spec: WasmExporterSpec, signal: Signal) -> Self {
@@ -45,6 +58,7 @@ impl Entry {
             spec,
             batch,
             source: None,
+            processors: Vec::new(),
         }
     }
 
@@ -84,9 +98,23 @@ impl Entry {
             .collect::<Vec<_>>()
             .join(", ");
         let there = if entries.is_empty() { "none" } else { &names };
+        let with_processors = |mut entry: Entry| {
+            entry.processors = config
+                .signal(signal)
+                .processors
+                .iter()
+                .filter(|p| p.applies_to(&entry.name))
+                .cloned()
+                .collect();
+            entry
+        };
         let wanted = match (name, entries.len()) {
             (Some(wanted), _) => wanted,
-            (None, 1) => return Ok(entries.into_iter().next().expect("one entry")),
+            (None, 1) => {
+                return Ok(with_processors(
+                    entries.into_iter().next().expect("one entry"),
+                ));
+            }
             (None, 0) => {
                 return Err(format!(
                     "{}: no `kind = \"wasm\"` entry in {table}",
@@ -107,8 +135,30 @@ impl Entry {
         entries
             .into_iter()
             .find(|e| e.name == wanted)
+            .map(with_processors)
             .ok_or(message)
     }
+}
+
+/// The `processors` keyword's entries (each a processor entry's keys), checked as in a file.
+fn processors_of(
+    value: serde_json::Value,
+    exporter: &str,
+    signal: Signal,
+) -> PyResult<Vec<ProcessorSpec>> {
+    let processors: Vec<ProcessorSpec> = serde_json::from_value(value)
+        .map_err(|e| load_error(format!("invalid processors: {e}")))?;
+    if signal != Signal::Traces && !processors.is_empty() {
+        return Err(load_error(
+            "processors apply to spans only in this version of Lens",
+        ));
+    }
+    let names = std::collections::BTreeSet::from([exporter.to_string()]);
+    for (i, p) in processors.iter().enumerate() {
+        p.validate(&names)
+            .map_err(|m| load_error(format!("processors[{i}]: {m}")))?;
+    }
+    Ok(processors)
 }
 
 fn signal_exporters(config: &LensConfig, signal: Signal) -> &[ExporterSpec] {
@@ -163,6 +213,9 @@ pub fn stats_json(stats: &ExporterStats, mode: &str) -> String {
         "dropped_export_failed": s.dropped_export_failed,
         "dropped_shutdown": s.dropped_shutdown,
         "dropped_rejected": s.dropped_rejected,
+        "dropped_processor": s.dropped_processor,
+        "processor_faults": s.processor_faults,
+        "processors": s.processors,
         "pending": s.pending(),
         "retries": s.retries,
         "retries_exhausted": s.retries_exhausted,

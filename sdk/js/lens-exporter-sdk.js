@@ -16,6 +16,10 @@
 // export const spanExporter = exportSpans((settings, resource) => new Stdout());
 // ```
 //
+// A span processor (world `span-processors`) is `processSpans(factory)`, exported as
+// `spanProcessor`: its `process(spans, edits)` records in an `Edits` what happens to the spans
+// that change, by index.
+//
 // Differences from OpenTelemetry JS, all forced by the sandbox or by exactness:
 // - `export` must call `resultCallback` before it returns, and `shutdown`/`forceFlush` must
 //   finish before they return (a component's calls are synchronous; a Promise is not awaited).
@@ -329,3 +333,135 @@ export const exportMetrics = (factory) =>
  * ```
  */
 export const exportLogs = (factory) => adapter(factory, logRecords, { init: () => "otlp-json" });
+
+// A span attribute value as the WIT `value` (64-bit integers as BigInt; a JS number is an
+// integer when it has no fraction, as OpenTelemetry JS's OTLP encoding decides).
+function witValue(v) {
+  const one = (x) => {
+    if (typeof x === "string") return { tag: "string", val: x };
+    if (typeof x === "boolean") return { tag: "bool", val: x };
+    if (typeof x === "bigint") return { tag: "s64", val: x };
+    if (typeof x === "number") return Number.isInteger(x) ? { tag: "s64", val: BigInt(x) } : { tag: "f64", val: x };
+    return undefined;
+  };
+  if (v instanceof Uint8Array) return { tag: "bytes", val: v };
+  const single = one(v);
+  if (single) return single;
+  if (Array.isArray(v) && v.length > 0) {
+    const items = v.map(one);
+    const tag = items[0]?.tag;
+    if (tag && items.every((i) => i?.tag === tag)) return { tag: `${tag}-array`, val: items.map((i) => i.val) };
+  }
+  throw new TypeError(`attribute value ${String(v)}: expected a string, boolean, number, BigInt, Uint8Array or a non-empty array of one of them`);
+}
+
+/** What a processor does to the spans of one batch, by index (the order `process` got them
+ * in). A dropped span stays dropped (later changes to it are ignored); changes to one span
+ * apply in the order made. */
+export class Edits {
+  #items = new Map();
+
+  /** Drops span `index`: no exporter after this processor sees it. */
+  drop(index) {
+    this.#items.set(this.#index(index), null);
+  }
+
+  /** Sets attribute `key` of span `index`, replacing one with that key. */
+  setAttribute(index, key, value) {
+    this.#change(index, { tag: "set-attribute", val: { key, value: witValue(value) } });
+  }
+
+  /** Removes attribute `key` of span `index`, if it has one. */
+  removeAttribute(index, key) {
+    this.#change(index, { tag: "remove-attribute", val: key });
+  }
+
+  /** Renames span `index`. */
+  rename(index, name) {
+    this.#change(index, { tag: "rename", val: name });
+  }
+
+  /** Sets the status of span `index` (`SpanStatusCode`, and a message for ERROR). */
+  setStatus(index, code, message = "") {
+    const status = code === SpanStatusCode.OK ? { tag: "ok" } : code === SpanStatusCode.ERROR ? { tag: "error", val: message } : { tag: "unset" };
+    this.#change(index, { tag: "set-status", val: status });
+  }
+
+  /** Whether span `index` is dropped. */
+  isDropped(index) {
+    return this.#items.has(index) && this.#items.get(index) === null;
+  }
+
+  /** How many spans change. */
+  get size() {
+    return this.#items.size;
+  }
+
+  #index(index) {
+    if (!Number.isInteger(index) || index < 0) throw new RangeError(`span index ${index}: expected a non-negative integer`);
+    return index;
+  }
+
+  #change(index, change) {
+    const i = this.#index(index);
+    if (!this.#items.has(i)) this.#items.set(i, []);
+    this.#items.get(i)?.push(change);
+  }
+
+  /** The answer `process` returns to the host. */
+  toWit() {
+    return [...this.#items.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, changes]) => ({ index, action: changes === null ? { tag: "drop" } : { tag: "edit", val: changes } }));
+  }
+}
+
+/** The `spanProcessor` export (world `span-processors`) for processors `factory(settings,
+ * resource)` builds: export it under that name. The processor's `process(spans, edits)` gets
+ * the batch's `ReadableSpan`s and records in `edits` what happens to the spans that change;
+ * a throw sends the batch on unprocessed or drops it, as the entry's `on_fault` says:
+ *
+ * ```js
+ * class Quiet {
+ *   process(spans, edits) {
+ *     spans.forEach((s, i) => { if (s.name === "data_loader") edits.drop(i); });
+ *   }
+ * }
+ * export const spanProcessor = processSpans(() => new Quiet());
+ * ```
+ */
+export function processSpans(factory) {
+  let processor = null;
+  let state = "new";
+  return {
+    init(settings, res) {
+      try {
+        processor = factory(Object.fromEntries(settings), witResource(res));
+      } catch (e) {
+        throw `the processor's factory failed: ${message(e)}`;
+      }
+      state = "live";
+      return "otlp-json";
+    },
+    process(batch) {
+      if (state !== "live") throw state === "shut" ? "the processor is shut down" : "the processor was not initialized";
+      if (batch.tag !== "otlp-json") throw "the JavaScript SDK reads OTLP/JSON batches";
+      const edits = new Edits();
+      try {
+        processor.process(spans(JSON.parse(batch.val)), edits);
+        return edits.toWit();
+      } catch (e) {
+        throw `process threw ${message(e)}`;
+      }
+    },
+    shutdown() {
+      if (state !== "live") throw state === "shut" ? "already shut down" : "the processor was not initialized";
+      state = "shut";
+      try {
+        processor.shutdown?.();
+      } catch (e) {
+        throw `shutdown threw ${message(e)}`;
+      }
+    },
+  };
+}

@@ -33,6 +33,7 @@ pub const FILES: &[(&str, &str)] = &[
     file!("sdk/python/requirements.txt"),
     file!("sdk/python/lens_exporter_sdk/__init__.py"),
     file!("sdk/python/lens_exporter_sdk/_otlp.py"),
+    file!("sdk/python/lens_exporter_sdk/_process.py"),
     file!("sdk/python/lens_exporter_sdk/_sandbox.py"),
     file!("sdk/js/package.json"),
     file!("sdk/js/lens-exporter-sdk.js"),

@@ -114,8 +114,9 @@ fn demo_with_defaults_writes_one_json_line_per_exported_span() {
     assert_eq!(ranks.len(), 4);
     let mut launcher_parents = std::collections::HashSet::new();
     for r in &ranks {
-        // job + 30 × (step, forward_backward, optimizer) + 3 checkpoints
-        assert_eq!(r["produced"], 1 + 30 * 3 + 3, "{r}");
+        // job + 30 × (step, forward_backward, optimizer) + 3 checkpoints + 6 evaluation
+        // samples (every 5 steps)
+        assert_eq!(r["produced"], 1 + 30 * 3 + 3 + 6, "{r}");
         assert_eq!(r["exported"], r["produced"], "{r}");
         assert_eq!(r["dropped"], 0);
         let file = r["output"].as_str().unwrap();
@@ -190,7 +191,7 @@ fn demo_with_a_strategy_config_exports_only_from_the_chosen_rank() {
     );
     assert_eq!(ranks_where(&ranks, "exporting"), [3]);
     for r in &ranks {
-        let expected = if r["rank"] == 3 { 1 + 5 * 3 } else { 0 };
+        let expected = if r["rank"] == 3 { 1 + 5 * 3 + 1 } else { 0 };
         assert_eq!(r["produced"], expected, "{r}");
     }
     let stdout = String::from_utf8_lossy(&result.stdout);
@@ -305,7 +306,7 @@ fn demo_with_a_guest_that_traps_every_few_batches_completes_and_reports_it() {
     assert_eq!(result.status.code(), Some(1), "{stdout}");
     for r in &ranks {
         let produced = r["produced"].as_u64().unwrap();
-        assert_eq!(produced, 1 + 40 * 3, "{r}");
+        assert_eq!(produced, 1 + 40 * 3 + 8, "{r}");
         assert_eq!(
             r["exported"].as_u64().unwrap() + r["dropped"].as_u64().unwrap(),
             produced,
@@ -467,7 +468,7 @@ fn demo_with_the_default_exporter_writes_nothing_on_non_exporting_ranks() {
         assert_eq!(exporting, r["rank"] == 0 || r["rank"] == 2, "{r}");
         assert_eq!(
             r["exported"].as_u64().unwrap(),
-            if exporting { 1 + 10 * 3 } else { 0 },
+            if exporting { 1 + 10 * 3 + 2 } else { 0 },
             "{r}"
         );
     }

@@ -28,7 +28,11 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
       ``[batch]`` and ``[log_batch]`` tables', 16384 and 512 for spans, 2048 and 512 for logs);
     - ``forward_stdio``: the guest's stdout/stderr to this process's logging (default ``True``,
       as in the TOML);
-    - ``name``: the name in messages and statistics (default: the file's stem)."""
+    - ``name``: the name in messages and statistics (default: the file's stem);
+    - ``processors`` (spans, hand-off only): sandboxed span processors run on each batch
+      before the exporter, in order, each a ``[[traces.processors]]`` entry as a dict:
+      ``[{"path": "redact.wasm", "on_fault": "drop", "settings": {"keys": "gen_ai.prompt"}}]``
+      (``docs/processors.md``); what they drop counts as ``dropped_processor``."""
 
 
 def spec_json(
@@ -52,6 +56,7 @@ def spec_json(
     shutdown_timeout_ms: int | None = None,
     forward_stdio: bool | None = None,
     name: str | None = None,
+    processors: Sequence[Mapping[str, Any]] | None = None,
 ) -> str:
     """The JSON the native exporters take (unset keywords keep the TOML's defaults)."""
     spec: dict[str, Any] = {"path": str(path)}
@@ -85,7 +90,19 @@ def spec_json(
     }
     if batch:
         spec["batch"] = batch
+    if processors:
+        spec["processors"] = [_processor(p) for p in processors]
     return json.dumps(spec)
+
+
+def _processor(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``processors`` item as the JSON of a ``[[traces.processors]]`` entry."""
+    if not isinstance(entry, Mapping) or "path" not in entry:
+        raise TypeError(f"processors: each is a dict with a `path` (got {entry!r})")
+    out = {"kind": "wasm", **entry, "path": str(entry["path"])}
+    if "settings" in out:
+        out["settings"] = _strings(out["settings"], "processors' settings")
+    return out
 
 
 def _strings(values: Mapping[str, Any] | None, what: str) -> dict[str, str] | None:
@@ -164,11 +181,13 @@ class Sandboxed:
     def stats(self) -> dict[str, Any]:
         """Counters: items received, exported and dropped (``dropped_queue_full`` in Lens's
         hand-off queue, ``dropped_export_failed``, ``dropped_shutdown``, ``dropped_rejected``
-        by the guest), ``pending`` (queued or in flight), batches, ``retries`` and
-        ``retries_exhausted``, guest errors, traps by kind, restarts, ``reloads`` and the
-        running ``component_sha256``, export latency p50/p99 in ms, the peak memory of an
-        instance, and ``mode`` (``hand-off`` or ``blocking``). Every item received ends in
-        exactly one of exported and the dropped counters."""
+        by the guest, ``dropped_processor`` by the processors before it, with
+        ``processor_faults`` and both by processor name in ``processors``), ``pending``
+        (queued or in flight), batches, ``retries`` and ``retries_exhausted``, guest errors,
+        traps by kind, restarts, ``reloads`` and the running ``component_sha256``, export
+        latency p50/p99 in ms, the peak memory of an instance, and ``mode`` (``hand-off`` or
+        ``blocking``). Every item received ends in exactly one of exported and the dropped
+        counters."""
         return json.loads(self._core.stats_json())
 
     def __repr__(self) -> str:

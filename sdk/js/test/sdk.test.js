@@ -201,3 +201,72 @@ test("the docs example runs", async () => {
   assert.deepEqual(printed[0], [`rank3 step ✓ ${TRACE} 900ns`, ["i", "f", "ia", "raw"]]);
   assert.equal(printed.length, 2);
 });
+
+test("a processor's edits answer each span once, in index order, a drop winning", async () => {
+  const { Edits } = await import("../lens-exporter-sdk.js");
+  const edits = new Edits();
+  assert.deepEqual(edits.toWit(), []);
+  edits.rename(3, "renamed");
+  edits.setAttribute(3, "cost.centre", "research");
+  edits.removeAttribute(3, "gen_ai.prompt");
+  edits.setStatus(3, SpanStatusCode.ERROR, "bad");
+  edits.setAttribute(1, "n", 7);
+  edits.drop(1);
+  edits.setAttribute(1, "ignored", true);
+  edits.drop(0);
+  assert.ok(edits.isDropped(1) && !edits.isDropped(3));
+  assert.equal(edits.size, 3);
+  assert.deepEqual(edits.toWit(), [
+    { index: 0, action: { tag: "drop" } },
+    { index: 1, action: { tag: "drop" } },
+    {
+      index: 3,
+      action: {
+        tag: "edit",
+        val: [
+          { tag: "rename", val: "renamed" },
+          { tag: "set-attribute", val: { key: "cost.centre", value: { tag: "string", val: "research" } } },
+          { tag: "remove-attribute", val: "gen_ai.prompt" },
+          { tag: "set-status", val: { tag: "error", val: "bad" } },
+        ],
+      },
+    },
+  ]);
+  const value = (v) => {
+    const e = new Edits();
+    e.setAttribute(0, "k", v);
+    return e.toWit()[0].action.val[0].val.value;
+  };
+  assert.deepEqual(value(2), { tag: "s64", val: 2n });
+  assert.deepEqual(value(0.5), { tag: "f64", val: 0.5 });
+  assert.deepEqual(value(true), { tag: "bool", val: true });
+  assert.deepEqual(value(["a", "b"]), { tag: "string-array", val: ["a", "b"] });
+  assert.deepEqual(value([1, 2]), { tag: "s64-array", val: [1n, 2n] });
+  for (const bad of [null, [], [1, "a"], { a: 1 }]) assert.throws(() => value(bad), /attribute value/);
+  assert.throws(() => new Edits().drop(-1), /span index -1/);
+});
+
+test("a processor gets the batch's spans in order and answers its edits; a throw is the call's error", async () => {
+  const { processSpans } = await import("../lens-exporter-sdk.js");
+  let closed = false;
+  const component = processSpans((settings) => ({
+    process(spans, edits) {
+      spans.forEach((s, i) => {
+        if (s.name === settings.drop) edits.drop(i);
+        if (s.name === "boom") throw new Error("cannot process");
+      });
+    },
+    shutdown() {
+      closed = true;
+    },
+  }));
+  assert.equal(component.init([["drop", "step ✓"]], resource), "otlp-json");
+  assert.deepEqual(component.process({ tag: "otlp-json", val: JSON.stringify(spanRequest) }), [{ index: 0, action: { tag: "drop" } }]);
+  const boom = structuredClone(spanRequest);
+  boom.resourceSpans[0].scopeSpans[0].spans[0].name = "boom";
+  assert.throws(() => component.process({ tag: "otlp-json", val: JSON.stringify(boom) }), (e) => e === "process threw Error: cannot process");
+  assert.throws(() => component.process({ tag: "typed", val: [] }), (e) => e === "the JavaScript SDK reads OTLP/JSON batches");
+  component.shutdown();
+  assert.ok(closed);
+  assert.throws(() => component.process({ tag: "otlp-json", val: "{}" }), (e) => e === "the processor is shut down");
+});

@@ -16,6 +16,10 @@ The factory receives the exporter's `settings` table (a `dict` of strings; its `
 attribute is the rank's OpenTelemetry `Resource`) and is called once per instance, when the host
 calls `init`.
 
+A span processor (world `span-processors`) is bound the same way, to `SpanProcessor`::
+
+    SpanProcessor = lens_exporter_sdk.span_processor(lambda settings: MyProcessor(settings))
+
 Results: `SUCCESS` is accepted; `FAILURE`, or an exception, drops the batch (counted, logged by
 the host with the message); raise `RetryableExportError` to have the host send the batch again
 after a backoff. The host owns retries: never sleep or retry in `export`.
@@ -39,8 +43,17 @@ except ImportError:  # outside a component: the SDK's own tests
 # `_sandbox` first: the OpenTelemetry SDK imports in `_otlp` need it.
 from . import _sandbox  # noqa: F401, I001
 from . import _otlp
+from ._process import Edits
 
-__all__ = ["RetryableExportError", "Settings", "log_exporter", "metric_exporter", "span_exporter"]
+__all__ = [
+    "Edits",
+    "RetryableExportError",
+    "Settings",
+    "log_exporter",
+    "metric_exporter",
+    "span_exporter",
+    "span_processor",
+]
 
 
 class Settings(dict):
@@ -267,3 +280,62 @@ def log_exporter(factory):
             self._export(batch, log_types.LogBatch_OtlpJson, _otlp.logs, _call_export, "FAILURE")
 
     return LogExporter
+
+
+def span_processor(factory):
+    """The `SpanProcessor` component class for processors `factory(settings)` builds: bind it
+    to the name `SpanProcessor` in the app module (world `span-processors`). The processor's
+    `process(spans, edits)` receives the batch's `ReadableSpan`s, in order, and records in
+    `edits` (an `Edits`) what happens to the spans that change, by index; an exception sends
+    the batch on unprocessed or drops it, as the entry's `on_fault` says::
+
+        class Redact:
+            def process(self, spans, edits):
+                for i, span in enumerate(spans):
+                    if "gen_ai.prompt" in span.attributes:
+                        edits.remove_attribute(i, "gen_ai.prompt")
+                        edits.set_attribute(i, "lens.redacted", True)
+
+
+        SpanProcessor = lens_exporter_sdk.span_processor(lambda settings: Redact())
+    """
+    from wit_world import exports
+    from wit_world.imports import types
+
+    class SpanProcessor(_Adapter, exports.SpanProcessor):
+        def init(self, settings, resource):
+            self._start(factory, settings, resource)
+            return types.Encoding.OTLP_JSON
+
+        def process(self, batch):
+            if self.state != "live":
+                raise Err(
+                    "the processor is shut down"
+                    if self.state == "shut"
+                    else "the processor was not initialized"
+                )
+            if not isinstance(batch, types.Batch_OtlpJson):
+                raise Err("the Python SDK reads OTLP/JSON batches")
+            edits = Edits()
+            try:
+                self.exporter.process(_otlp.spans(json.loads(batch.value)), edits)
+                return edits.to_wit()
+            except Exception as e:
+                raise Err(f"process raised {_why(e)}") from e
+
+        def shutdown(self):
+            if self.state != "live":
+                raise Err(
+                    "already shut down"
+                    if self.state == "shut"
+                    else "the processor was not initialized"
+                )
+            type(self).state = "shut"
+            close = getattr(self.exporter, "shutdown", None)
+            try:
+                if close is not None:
+                    close()
+            except Exception as e:
+                raise Err(f"shutdown raised {_why(e)}") from e
+
+    return SpanProcessor

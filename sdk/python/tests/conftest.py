@@ -34,7 +34,33 @@ wit_types = types.ModuleType("wit_world.imports.types")
 _cases(wit_types, "Batch_OtlpJson", "ExportError_Rejected", "ExportError_Retryable")
 wit_types.Encoding = _Enum
 wit_types.RetryHint = lambda message, delay_ms: (message, delay_ms)
-wit_types.Value_Bytes = type("Value_Bytes", (_Case,), {})
+_cases(
+    wit_types,
+    "Value_String",
+    "Value_Bool",
+    "Value_S64",
+    "Value_F64",
+    "Value_Bytes",
+    "Value_StringArray",
+    "Value_BoolArray",
+    "Value_S64Array",
+    "Value_F64Array",
+    "Status_Error",
+)
+wit_types.Status_Unset = type("Status_Unset", (_Case,), {"__init__": lambda self: None})
+wit_types.Status_Ok = type("Status_Ok", (_Case,), {"__init__": lambda self: None})
+wit_types.KeyValue = lambda key, value: (key, value)
+edit_types = types.ModuleType("wit_world.imports.edit_types")
+_cases(
+    edit_types,
+    "Change_SetAttribute",
+    "Change_RemoveAttribute",
+    "Change_Rename",
+    "Change_SetStatus",
+    "Action_Edit",
+)
+edit_types.Action_Drop = lambda: "drop"
+edit_types.ItemEdit = lambda index, action: (index, action)
 metric_types = types.ModuleType("wit_world.imports.metric_types")
 _cases(metric_types, "MetricBatch_OtlpJson")
 metric_types.Temporality = _Enum
@@ -43,8 +69,10 @@ log_types = types.ModuleType("wit_world.imports.log_types")
 _cases(log_types, "LogBatch_OtlpJson")
 imports = types.ModuleType("wit_world.imports")
 imports.types, imports.metric_types, imports.log_types = wit_types, metric_types, log_types
+imports.edit_types = edit_types
 exports = types.ModuleType("wit_world.exports")
 exports.SpanExporter = exports.MetricExporter = exports.LogExporter = object
+exports.SpanProcessor = object
 world = types.ModuleType("wit_world")
 world.imports, world.exports = imports, exports
 sys.modules.update(
@@ -55,5 +83,6 @@ sys.modules.update(
         "wit_world.imports.types": wit_types,
         "wit_world.imports.metric_types": metric_types,
         "wit_world.imports.log_types": log_types,
+        "wit_world.imports.edit_types": edit_types,
     }
 )

@@ -102,3 +102,45 @@ fn two_processors_apply_in_order() {
     assert_eq!(out, redact(filter(batch, &["step"]), &["gen_ai.prompt"]));
     assert_eq!(out.len(), 8);
 }
+
+#[test]
+fn the_example_redaction_processors_match_the_native_reference_in_rust_and_python() {
+    use lens::config::{ProcessorSpec, WasmExporterSpec, WasmProcessorSpec};
+    for example in ["rust-redact.wasm", "python-redact.wasm"] {
+        let spec = ProcessorSpec::Wasm(WasmProcessorSpec {
+            component: WasmExporterSpec {
+                path: lens_test_support::dist(example),
+                ..Default::default()
+            },
+            on_fault: OnFault::Drop,
+            ..Default::default()
+        });
+        let resource = Resource::builder_empty().build();
+        let (p, _) = WasmProcessor::from_config(example, &spec, &resource).unwrap();
+        let batch = gen_ai_spans(60);
+        let (out, counts) = p.process_spans(batch.clone());
+        assert_eq!(counts.faults, 0, "{example}");
+        assert_eq!(out, redact(batch, KEYS), "{example}");
+    }
+}
+
+#[test]
+fn the_example_filters_match_the_native_reference_in_rust_and_javascript() {
+    use lens::config::{ProcessorSpec, WasmExporterSpec, WasmProcessorSpec};
+    for example in ["rust-filter.wasm", "js-filter.wasm"] {
+        let spec = ProcessorSpec::Wasm(WasmProcessorSpec {
+            component: WasmExporterSpec {
+                path: lens_test_support::dist(example),
+                settings: [("names".to_string(), "data_loader, step".to_string())].into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let resource = Resource::builder_empty().build();
+        let (p, _) = WasmProcessor::from_config(example, &spec, &resource).unwrap();
+        let batch = gen_ai_spans(60);
+        let (out, counts) = p.process_spans(batch.clone());
+        assert_eq!((counts.dropped, counts.faults), (40, 0), "{example}");
+        assert_eq!(out, filter(batch, &["data_loader", "step"]), "{example}");
+    }
+}

@@ -5,6 +5,7 @@ fn main() {
     let guests = [
         ("recorder", lens_test_guests::RECORDER),
         ("hostile", lens_test_guests::HOSTILE),
+        ("processor", lens_test_guests::PROCESSOR),
         ("wat_exporter", lens_test_guests::WAT_EXPORTER),
         ("many_memories", lens_test_guests::MANY_MEMORIES),
     ];

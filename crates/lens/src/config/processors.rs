@@ -191,8 +191,9 @@ impl ProcessorSpec {
         p
     }
 
-    /// Checks the entry against the names of the signal's `exporters`.
-    pub(crate) fn validate(&self, exporters: &BTreeSet<String>) -> Result<(), String> {
+    /// Checks the entry (its sandbox keys as a `.wasm` exporter's) against the names of the
+    /// signal's `exporters`.
+    pub fn validate(&self, exporters: &BTreeSet<String>) -> Result<(), String> {
         ExporterSpec::Wasm(self.component().clone()).validate(&BatchConfig::default())?;
         for name in self.exporters() {
             if !exporters.contains(name) {

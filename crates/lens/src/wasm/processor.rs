@@ -124,12 +124,12 @@ impl WasmProcessor {
         output: GuestOutputCopy,
     ) -> Result<(Self, Arc<ExporterStats>), LensError> {
         let config = crate::LensConfig::from_env()?;
-        spec.validate(&Default::default())
-            .map_err(|message| LensError::Config {
-                source_name: format!("wasm processor `{name}`"),
-                message,
-                source: None,
-            })?;
+        let named = spec.exporters().iter().cloned().collect();
+        spec.validate(&named).map_err(|message| LensError::Config {
+            source_name: format!("wasm processor `{name}`"),
+            message,
+            source: None,
+        })?;
         let inputs = HostInputs {
             env: &ProcessEnv,
             rank: 0,

@@ -1,0 +1,213 @@
+"""Sandboxed span processors in Python ranks: the `processors` keyword (and a config file's
+`[[traces.processors]]`) runs components on each batch before the exporter, in Lens's hand-off
+queue, with the accounting of a Rust rank: with the real NeMo Lens, and standalone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import lens
+import pytest
+from conftest import recorded
+from opentelemetry.sdk.trace import TracerProvider
+
+
+def processors(guests, redact_fault="drop"):
+    """A filter dropping `noise` spans, then a redaction of `gen_ai.prompt`."""
+    return [
+        {
+            "path": guests["processor"],
+            "name": "quiet",
+            "settings": {"mode": "filter", "names": "noise"},
+        },
+        {
+            "path": guests["processor"],
+            "name": "redact",
+            "settings": {"mode": "redact", "keys": "gen_ai.prompt"},
+            "on_fault": redact_fault,
+        },
+    ]
+
+
+def recorded_spans(out):
+    return [s for line in recorded(out) if "typed" in line for s in line["typed"]]
+
+
+def check(spans, stats, n):
+    """`n` spans ended, every third `noise` (dropped), every third a chat with a prompt."""
+    chats = n // 3
+    assert len(spans) == n - n // 3
+    assert not any(s["name"] == "noise" for s in spans)
+    assert not any("gen_ai.prompt" in s["attributes"] for s in spans)
+    redacted = [s for s in spans if s["attributes"].get("lens.redacted") == {"bool": True}]
+    assert len(redacted) == chats and all(s["name"] == "gen_ai.chat" for s in redacted)
+    assert stats["received"] == n
+    assert stats["exported"] == n - n // 3
+    assert stats["dropped_processor"] == n // 3 == stats["dropped"]
+    assert stats["processors"] == {
+        "quiet": {"dropped": n // 3, "faults": 0},
+        "redact": {"dropped": 0, "faults": 0},
+    }
+
+
+def end_spans(tracer, n):
+    for i in range(n):
+        name = ["gen_ai.chat", "step", "noise"][i % 3]
+        with tracer.start_as_current_span(name) as span:
+            if name == "gen_ai.chat":
+                span.set_attribute("gen_ai.prompt", f"secret {i}")
+
+
+RANK = """
+import json, sys
+from nemo.lens import NemoLensConfig, setup_telemetry
+import lens
+
+recorder, out, processors = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+exporter = lens.WasmSpanExporter(
+    recorder,
+    settings={"out": "/out/batches.jsonl", "encoding": "typed"},
+    preopens=[{"host": out, "guest": "/out", "read_only": False}],
+    processors=processors,
+)
+config = NemoLensConfig(enabled=True, metrics_enabled=False, run_id="job-9")
+handle = setup_telemetry(config, rank=0, world_size=1, span_exporter=exporter)
+for i in range(300):
+    name = ["gen_ai.chat", "step", "noise"][i % 3]
+    with handle.tracer.start_as_current_span(name) as span:
+        if name == "gen_ai.chat":
+            span.set_attribute("gen_ai.prompt", f"secret {i}")
+handle.shutdown()
+print(json.dumps(exporter.stats()))
+"""
+
+
+@pytest.mark.nemo
+def test_a_nemo_lens_rank_filters_and_redacts_before_its_sandboxed_exporter(guests, tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RANK,
+            guests["recorder"],
+            str(tmp_path),
+            json.dumps(processors(guests)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout.splitlines()[-1])
+    check(recorded_spans(tmp_path), stats, 300)
+
+
+def config_file(guests, out, tmp_path, applies_to):
+    path = tmp_path / "lens.toml"
+    path.write_text(
+        f"""
+[[traces.exporters]]
+kind = "wasm"
+name = "vendor"
+path = "{guests["recorder"]}"
+settings = {{ out = "/out/batches.jsonl", encoding = "typed" }}
+preopens = [{{ host = "{out}", guest = "/out", read_only = false }}]
+
+[[traces.exporters]]
+kind = "console"
+name = "local"
+
+[[traces.processors]]
+kind = "wasm"
+name = "quiet"
+path = "{guests["processor"]}"
+settings = {{ mode = "filter", names = "noise" }}
+exporters = ["{applies_to}"]
+
+[[traces.processors]]
+kind = "wasm"
+name = "redact"
+path = "{guests["processor"]}"
+settings = {{ mode = "redact", keys = "gen_ai.prompt" }}
+on_fault = "drop"
+"""
+    )
+    return path
+
+
+def test_from_config_runs_the_file_s_processors_that_apply_to_the_entry(guests, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    exporter = lens.WasmSpanExporter.from_config(
+        config_file(guests, out, tmp_path, "vendor"), "vendor"
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(lens_batch(exporter))
+    end_spans(provider.get_tracer("t"), 60)
+    provider.shutdown()
+    check(recorded_spans(out), exporter.stats(), 60)
+    # A filter for another exporter is not this one's.
+    out2 = tmp_path / "out2"
+    out2.mkdir()
+    exporter = lens.WasmSpanExporter.from_config(
+        config_file(guests, out2, tmp_path, "local"), "vendor"
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(lens_batch(exporter))
+    end_spans(provider.get_tracer("t"), 30)
+    provider.shutdown()
+    assert exporter.stats()["processors"] == {"redact": {"dropped": 0, "faults": 0}}
+    assert exporter.stats()["exported"] == 30
+
+
+def lens_batch(exporter):
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    return BatchSpanProcessor(exporter)
+
+
+def test_a_faulting_processor_passes_the_batch_on_or_drops_it(guests, tmp_path):
+    for on_fault, exported in (("pass", 12), ("drop", 0)):
+        exporter = lens.WasmSpanProcessor(
+            guests["recorder"],
+            settings={"out": "/out/batches.jsonl", "encoding": "typed"},
+            preopens=[{"host": str(tmp_path), "guest": "/out", "read_only": False}],
+            processors=[
+                {
+                    "path": guests["processor"],
+                    "name": "broken",
+                    "settings": {"mode": "trap"},
+                    "on_fault": on_fault,
+                }
+            ],
+        )
+        provider = TracerProvider()
+        provider.add_span_processor(exporter)
+        end_spans(provider.get_tracer("t"), 12)
+        provider.shutdown()
+        stats = exporter.stats()
+        assert stats["received"] == 12
+        assert stats["exported"] == exported
+        assert stats["dropped_processor"] == 12 - exported
+        assert stats["processor_faults"] == 12
+        assert stats["processors"]["broken"]["faults"] == 12
+
+
+def test_processors_are_refused_where_they_cannot_run(guests, tmp_path):
+    keywords = {
+        "settings": {"out": "/out/x.jsonl"},
+        "preopens": [{"host": str(tmp_path), "guest": "/out", "read_only": False}],
+    }
+    redact = [{"path": guests["processor"], "settings": {"mode": "noop"}}]
+    with pytest.raises(lens.ExporterLoadError, match="cannot be used with blocking=True"):
+        lens.WasmSpanExporter(guests["recorder"], blocking=True, processors=redact, **keywords)
+    with pytest.raises(lens.ExporterLoadError, match="processors apply to spans only"):
+        lens.WasmLogExporter(guests["recorder"], processors=redact, **keywords)
+    with pytest.raises(lens.ExporterLoadError, match="on_fault"):
+        lens.WasmSpanExporter(
+            guests["recorder"], processors=[{**redact[0], "on_fault": "retry"}], **keywords
+        )
+    with pytest.raises(TypeError, match="each is a dict with a `path`"):
+        lens.WasmSpanExporter(guests["recorder"], processors=["redact.wasm"], **keywords)
