@@ -141,7 +141,7 @@ impl Entry {
 }
 
 /// The `processors` keyword's entries (each a processor entry's keys), checked as in a file.
-fn processors_of(
+pub fn processors_of(
     value: serde_json::Value,
     exporter: &str,
     signal: Signal,

@@ -10,6 +10,7 @@
 //! - [`following`]: an exporter shared by the converting and the exporting thread;
 //! - [`spans`], [`metrics`], [`logs`]: the cores, each handing batches off to Lens's own queue
 //!   and export thread, or waiting for the guest (the GIL released);
+//! - [`process`]: sandboxed span processors before a Python exporter;
 //! - [`watch`]: `[reload] watch = true` for an exporter built from a config file.
 
 mod convert;
@@ -19,6 +20,7 @@ mod handoff;
 mod logs;
 mod metric_queue;
 mod metrics;
+mod process;
 mod spans;
 mod watch;
 
@@ -118,6 +120,7 @@ fn _lens(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<spans::SpanCore>()?;
     m.add_class::<metrics::MetricCore>()?;
     m.add_class::<logs::LogCore>()?;
+    m.add_class::<process::ProcessCore>()?;
     m.add_function(wrap_pyfunction!(read_spans, m)?)?;
     m.add_function(wrap_pyfunction!(_compile_worker, m)?)?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;

@@ -211,3 +211,84 @@ def test_processors_are_refused_where_they_cannot_run(guests, tmp_path):
         )
     with pytest.raises(TypeError, match="each is a dict with a `path`"):
         lens.WasmSpanExporter(guests["recorder"], processors=["redact.wasm"], **keywords)
+
+
+PYTHON_RANK = """
+import json, sys
+from nemo.lens import NemoLensConfig, setup_telemetry
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+import lens
+
+processors = json.loads(sys.argv[1])
+memory = InMemorySpanExporter()
+exporter = lens.ProcessingSpanExporter(memory, processors=processors)
+config = NemoLensConfig(enabled=True, metrics_enabled=False, run_id="job-10")
+handle = setup_telemetry(config, rank=0, world_size=1, span_exporter=exporter)
+for i in range(300):
+    name = ["gen_ai.chat", "step", "noise"][i % 3]
+    with handle.tracer.start_as_current_span(name) as span:
+        span.set_attribute("i", i)
+        if name == "gen_ai.chat":
+            span.set_attribute("gen_ai.prompt", f"secret {i}")
+handle.shutdown()
+spans = [
+    {"name": s.name, "attributes": dict(s.attributes), "trace": s.context.trace_id}
+    for s in memory.get_finished_spans()
+]
+print(json.dumps({"spans": spans, "stats": exporter.stats()}))
+"""
+
+
+@pytest.mark.nemo
+def test_a_nemo_lens_rank_processes_spans_before_a_python_exporter(guests):
+    done = subprocess.run(
+        [sys.executable, "-c", PYTHON_RANK, json.dumps(processors(guests))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    spans, stats = result["spans"], result["stats"]
+    assert len(spans) == 200
+    assert sorted(s["attributes"]["i"] for s in spans) == [i for i in range(300) if i % 3 != 2]
+    assert not any(s["name"] == "noise" or "gen_ai.prompt" in s["attributes"] for s in spans)
+    chats = [s for s in spans if s["name"] == "gen_ai.chat"]
+    assert len(chats) == 100 and all(s["attributes"]["lens.redacted"] is True for s in chats)
+    assert stats["received"] == 300 and stats["exported"] == 200
+    assert stats["dropped_processor"] == 100 == stats["processors"]["quiet"]["dropped"]
+
+
+def test_edited_spans_keep_their_identity_and_the_rest_is_passed_as_it_was(guests):
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    rewrite = [{"path": guests["processor"], "settings": {"mode": "rewrite"}}]
+    exporter = lens.ProcessingSpanExporter(memory, processors=rewrite)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+    with tracer.start_as_current_span("parent") as parent:
+        parent.set_attribute("k", "v")
+        with tracer.start_as_current_span("child"):
+            pass
+    provider.shutdown()
+    child, root = memory.get_finished_spans()
+    # One span per batch (SimpleSpanProcessor): index 0 each time.
+    assert (child.name, root.name) == ("child.x", "parent.x")
+    assert dict(root.attributes) == {"k": "v", "index": 0}
+    assert child.parent.span_id == root.context.span_id
+    assert child.status.status_code.name == "UNSET"
+    assert exporter.stats()["exported"] == 2
+    # A trapping processor (fail open) passes the very objects on.
+    memory = InMemorySpanExporter()
+    trap = [{"path": guests["processor"], "settings": {"mode": "trap"}}]
+    exporter = lens.ProcessingSpanExporter(memory, processors=trap)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("t").start_as_current_span("s"):
+        pass
+    provider.shutdown()
+    assert [s.name for s in memory.get_finished_spans()] == ["s"]
+    assert exporter.stats()["processor_faults"] == 1

@@ -18,6 +18,9 @@ NeMo Lens as it is::
   export thread (``blocking=True``: waits for the guest);
 - ``WasmSpanProcessor``: a ``SpanProcessor`` doing the same span by span, without the SDK's
   batch processor;
+- ``ProcessingSpanExporter``: sandboxed span processors (``[[traces.processors]]``) before any
+  ``SpanExporter``, a Python one included (the ``processors`` keyword puts them before the
+  sandboxed exporters);
 - ``WasmMetricExporter``: a ``MetricExporter`` for ``PeriodicExportingMetricReader``, with the
   guest's preferred temporality;
 - ``WasmLogExporter``: a log record exporter for ``BatchLogRecordProcessor``;
@@ -38,10 +41,11 @@ from typing import Any
 from lens._lens import ExporterLoadError, __version__, compile, refresh_logging
 from lens._logs import WasmLogExporter
 from lens._metrics import WasmMetricExporter
-from lens._spans import WasmSpanExporter, WasmSpanProcessor
+from lens._spans import ProcessingSpanExporter, WasmSpanExporter, WasmSpanProcessor
 
 __all__ = [
     "ExporterLoadError",
+    "ProcessingSpanExporter",
     "WasmLogExporter",
     "WasmMetricExporter",
     "WasmSpanExporter",

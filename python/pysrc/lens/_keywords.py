@@ -91,11 +91,11 @@ def spec_json(
     if batch:
         spec["batch"] = batch
     if processors:
-        spec["processors"] = [_processor(p) for p in processors]
+        spec["processors"] = [processor_entry(p) for p in processors]
     return json.dumps(spec)
 
 
-def _processor(entry: Mapping[str, Any]) -> dict[str, Any]:
+def processor_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
     """A ``processors`` item as the JSON of a ``[[traces.processors]]`` entry."""
     if not isinstance(entry, Mapping) or "path" not in entry:
         raise TypeError(f"processors: each is a dict with a `path` (got {entry!r})")

@@ -217,3 +217,63 @@ fn a_reload_refuses_to_change_processors_or_bypass_them() {
     assert!(err.to_string().contains("cannot be added"), "{err}");
     handle.shutdown(T).unwrap();
 }
+
+#[test]
+fn the_health_metrics_count_each_processor_s_drops_per_exporter() {
+    use lens::opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+    let reader = lens::InMemoryMetricReader::new();
+    let config = LensConfig {
+        run_id: "processors".into(),
+        traces: SignalConfig {
+            exporters: vec![named_none("local")],
+            processors: vec![processor(
+                "drop-steps",
+                "filter",
+                &[("names", "step")],
+                OnFault::Pass,
+            )],
+        },
+        ..exporting()
+    };
+    let handle = Telemetry::builder(config)
+        .env(HashMap::<String, String>::new())
+        .install_global(false)
+        .metric_reader(reader.clone())
+        .install()
+        .unwrap();
+    end_spans(&handle, 30);
+    let data = reader.get_metrics_data().unwrap();
+    let points = |name: &str| {
+        let AggregatedMetrics::U64(MetricData::Sum(sum)) =
+            lens_test_support::pipeline::metric(&data, name)
+        else {
+            panic!("{name} is a u64 sum")
+        };
+        sum.data_points()
+            .map(|p| {
+                let attrs: Vec<String> = p
+                    .attributes()
+                    .map(|kv| format!("{}={}", kv.key, kv.value))
+                    .collect();
+                (attrs.join(","), p.value())
+            })
+            .collect::<Vec<_>>()
+    };
+    let processed = points("lens.exporter.processed");
+    assert!(
+        processed.contains(&(
+            "exporter=local,signal=traces,processor=drop-steps,outcome=dropped".into(),
+            10
+        )),
+        "{processed:?}"
+    );
+    let spans = points("lens.exporter.spans");
+    assert!(
+        spans.contains(&(
+            "exporter=local,signal=traces,outcome=dropped_processor".into(),
+            10
+        )),
+        "{spans:?}"
+    );
+    handle.shutdown(T).unwrap();
+}

@@ -26,9 +26,9 @@ use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
 use crate::config::BatchConfig;
 use crate::signal::Signal;
-pub(crate) use stats::Processed;
 pub use stats::{
-    DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats, ProcessorCounts,
+    DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats, Processed,
+    ProcessorCounts,
 };
 
 /// One kind of exporter as the batch queue drives it: exports run on the worker thread (and,

@@ -38,13 +38,14 @@ pub struct ProcessorCounts {
 /// What the processors did to one batch before its export: one entry per processor the batch
 /// went through, in order.
 #[derive(Debug, Default)]
-pub(crate) struct Processed {
-    pub(crate) by: Vec<(std::sync::Arc<str>, ProcessorCounts)>,
+pub struct Processed {
+    /// Each processor's name and counts.
+    pub by: Vec<(std::sync::Arc<str>, ProcessorCounts)>,
 }
 
 impl Processed {
     /// Items the processors dropped in all.
-    pub(crate) fn dropped(&self) -> u64 {
+    pub fn dropped(&self) -> u64 {
         self.by.iter().map(|(_, c)| c.dropped).sum()
     }
 }
@@ -241,9 +242,21 @@ impl ExporterStats {
         }
     }
 
+    /// Only the by-processor counts of `processed` (its items counted elsewhere, by
+    /// [`record_processor_batch`](Self::record_processor_batch)).
+    pub fn record_processed_by(&self, processed: &Processed) {
+        let mut by = self.processors.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, counts) in &processed.by {
+            self.processor_faults.fetch_add(counts.faults, Relaxed);
+            let entry = by.entry(name.to_string()).or_default();
+            entry.dropped += counts.dropped;
+            entry.faults += counts.faults;
+        }
+    }
+
     /// A processor's own count of one batch: `items` in, `counts` of them dropped or faulted
     /// (the rest passed on, counted as `exported`).
-    pub(crate) fn record_processor_batch(&self, items: u64, counts: ProcessorCounts) {
+    pub fn record_processor_batch(&self, items: u64, counts: ProcessorCounts) {
         self.received.fetch_add(items, Relaxed);
         self.exported
             .fetch_add(items.saturating_sub(counts.dropped), Relaxed);

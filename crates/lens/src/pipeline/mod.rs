@@ -126,18 +126,25 @@ impl<'a> BuildContext<'a> {
     }
 
     /// Builds the config's span processors (`[[traces.processors]]`), before the span
-    /// exporters: each gets one instance per exporter it applies to (`exporters`: the
-    /// exporters' names). A guest failing at setup disables the processor when its
-    /// `on_setup_failure` says so (its batches then meet its `on_fault`).
+    /// exporters: each gets one instance per batch that may be exported at once through it
+    /// (the `max_concurrent_exports` of each exporter it applies to, at most
+    /// [`MAX_CONCURRENT_EXPORTS`](crate::config::MAX_CONCURRENT_EXPORTS)). A guest failing at
+    /// setup disables the processor when its `on_setup_failure` says so (its batches then
+    /// meet its `on_fault`).
     pub(crate) fn build_span_processors(
         &mut self,
-        exporters: &[String],
+        exporters: &[ExporterSpec],
     ) -> Result<Vec<Arc<ExporterStats>>, LensError> {
         let mut all_stats = Vec::new();
         for spec in &self.config.traces.processors {
             let name = spec.display_name();
             let stats = Arc::new(ExporterStats::new(&name));
-            let lanes = exporters.iter().filter(|e| spec.applies_to(e)).count();
+            let lanes: usize = exporters
+                .iter()
+                .filter(|e| spec.applies_to(&e.display_name()))
+                .map(|e| e.batch_config(&self.config.batch).max_concurrent_exports)
+                .sum();
+            let lanes = lanes.clamp(1, crate::config::MAX_CONCURRENT_EXPORTS);
             let processor = match WasmProcessor::build(
                 &name,
                 spec,

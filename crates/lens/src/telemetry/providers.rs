@@ -152,8 +152,7 @@ fn tracer_provider(
     if span_exporters.is_empty() {
         running.signals.push(Signal::Traces);
         let exporters = config.trace_exporters();
-        let names: Vec<String> = exporters.iter().map(|e| e.display_name()).collect();
-        for stats in ctx.build_span_processors(&names)? {
+        for stats in ctx.build_span_processors(&exporters)? {
             core.processor_stats().add(stats);
         }
         for spec in exporters {

@@ -13,7 +13,10 @@ pub(crate) mod sampler;
 pub(crate) mod self_metrics;
 mod tracer;
 
-pub use crate::batch::{DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats};
+pub use crate::batch::{
+    DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats, Processed,
+    ProcessorCounts,
+};
 pub(crate) use fanout::{FanOutCore, FanOutSpanProcessor};
 pub use fanout::{TRUNCATED_ATTRIBUTE, TRUNCATED_REASON, TRUNCATED_REASON_KEY};
 pub use groups::{SpanGroups, is_span_group_enabled, set_enabled_span_groups};

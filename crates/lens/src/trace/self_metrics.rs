@@ -4,7 +4,8 @@
 //! | metric | attributes |
 //! |---|---|
 //! | `lens.spans.produced`, `lens.spans.truncated` | — |
-//! | `lens.exporter.spans`, `lens.exporter.log_records`, `lens.exporter.data_points` | `exporter`, `signal`, `outcome` = `exported` / `dropped_queue_full` / `dropped_export_failed` / `dropped_shutdown` / `dropped_disabled` / `dropped_rejected` |
+//! | `lens.exporter.spans`, `lens.exporter.log_records`, `lens.exporter.data_points` | `exporter`, `signal`, `outcome` = `exported` / `dropped_queue_full` / `dropped_export_failed` / `dropped_shutdown` / `dropped_disabled` / `dropped_rejected` / `dropped_processor` |
+//! | `lens.exporter.processed` (spans) | `exporter`, `signal`, `processor`, `outcome` = `dropped` / `faulted` |
 //! | `lens.exporter.disabled` (1 when disabled at setup) | `exporter`, `signal`, `reason` |
 //! | `lens.exporter.batches` | `exporter`, `signal`, `outcome` = `ok` / `failed` |
 //! | `lens.exporter.retries` | `exporter`, `signal`, `outcome` = `retried` / `exhausted` |
@@ -125,6 +126,7 @@ fn exporter_counters(meter: &Meter, core: &StatsSource) -> Instruments {
             ("dropped_shutdown", e.dropped_shutdown),
             ("dropped_disabled", e.dropped_disabled),
             ("dropped_rejected", e.dropped_rejected),
+            ("dropped_processor", e.dropped_processor),
         ] {
             obs(v, vec![KeyValue::new("outcome", outcome)]);
         }
@@ -170,6 +172,25 @@ fn exporter_counters(meter: &Meter, core: &StatsSource) -> Instruments {
             |e, obs| {
                 obs(e.batches_exported, vec![KeyValue::new("outcome", "ok")]);
                 obs(e.batches_failed, vec![KeyValue::new("outcome", "failed")]);
+            },
+        ),
+        counter(
+            "lens.exporter.processed",
+            "Spans each processor dropped, or that met its fault, on their way to each exporter",
+            "{span}",
+            Some(Signal::Traces),
+            |e, obs| {
+                for (processor, counts) in &e.processors {
+                    for (outcome, v) in [("dropped", counts.dropped), ("faulted", counts.faults)] {
+                        obs(
+                            v,
+                            vec![
+                                KeyValue::new("processor", processor.clone()),
+                                KeyValue::new("outcome", outcome),
+                            ],
+                        );
+                    }
+                }
             },
         ),
         per_exporter(
