@@ -407,6 +407,7 @@ fn lens_reports_its_own_health_as_metrics() {
         outcomes(&[
             ("dropped_disabled", 0),
             ("dropped_export_failed", e.dropped_export_failed),
+            ("dropped_processor", 0),
             ("dropped_queue_full", 0),
             ("dropped_rejected", 0),
             ("dropped_shutdown", 0),

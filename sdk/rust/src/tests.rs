@@ -446,7 +446,7 @@ fn values_display_as_opentelemetry_displays_them() {
 fn edits_answer_each_span_once_in_index_order_and_a_drop_wins() {
     use crate::bindings::processors::lens::exporter::edit_types::{Action, Change};
     use crate::{Edits, NewStatus};
-    let mut edits = Edits::new();
+    let edits = Edits::new();
     assert!(edits.into_wit().is_empty(), "no edit: an empty answer");
     let mut edits = Edits::new();
     edits.rename(3, "renamed");

@@ -251,10 +251,11 @@ fn the_health_metrics_count_each_processor_s_drops_per_exporter() {
         };
         sum.data_points()
             .map(|p| {
-                let attrs: Vec<String> = p
+                let mut attrs: Vec<String> = p
                     .attributes()
                     .map(|kv| format!("{}={}", kv.key, kv.value))
                     .collect();
+                attrs.sort();
                 (attrs.join(","), p.value())
             })
             .collect::<Vec<_>>()
@@ -262,7 +263,7 @@ fn the_health_metrics_count_each_processor_s_drops_per_exporter() {
     let processed = points("lens.exporter.processed");
     assert!(
         processed.contains(&(
-            "exporter=local,signal=traces,processor=drop-steps,outcome=dropped".into(),
+            "exporter=local,outcome=dropped,processor=drop-steps,signal=traces".into(),
             10
         )),
         "{processed:?}"
@@ -270,7 +271,7 @@ fn the_health_metrics_count_each_processor_s_drops_per_exporter() {
     let spans = points("lens.exporter.spans");
     assert!(
         spans.contains(&(
-            "exporter=local,signal=traces,outcome=dropped_processor".into(),
+            "exporter=local,outcome=dropped_processor,signal=traces".into(),
             10
         )),
         "{spans:?}"

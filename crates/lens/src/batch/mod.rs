@@ -12,6 +12,8 @@
 //! (`trace::processor`, `logs::processor`).
 
 mod stats;
+#[cfg(test)]
+mod tests;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -419,18 +421,32 @@ fn export_one<E: BatchExport>(
     chunk: Vec<E::Item>,
 ) -> Option<OTelSdkResult> {
     let n = chunk.len();
-    let (chunk, processed) = exporter.process(chunk);
-    debug_assert_eq!(chunk.len() as u64 + processed.dropped(), n as u64);
-    let started = Instant::now();
-    // A panicking exporter fails its batch; the worker thread carries on.
-    let result = if chunk.is_empty() {
-        Ok(())
-    } else {
-        std::panic::catch_unwind(AssertUnwindSafe(|| exporter.export(chunk))).unwrap_or_else(|_| {
+    // The processors and the exporter each fail the batch if they panic; the worker thread
+    // carries on. (A panicking processor stage has consumed the batch: it is counted as failed.)
+    // The latency recorded is the export call's.
+    let mut elapsed = Duration::ZERO;
+    let (result, processed) = match std::panic::catch_unwind(AssertUnwindSafe(|| {
+        exporter.process(chunk)
+    })) {
+        Err(_) => (
             Err(OTelSdkError::InternalFailure(
-                "the exporter panicked".into(),
-            ))
-        })
+                "the processors before the exporter panicked".into(),
+            )),
+            Processed::default(),
+        ),
+        Ok((chunk, processed)) if chunk.is_empty() => (Ok(()), processed),
+        Ok((chunk, processed)) => {
+            debug_assert_eq!(chunk.len() as u64 + processed.dropped(), n as u64);
+            let started = Instant::now();
+            let exported = std::panic::catch_unwind(AssertUnwindSafe(|| exporter.export(chunk)))
+                .unwrap_or_else(|_| {
+                    Err(OTelSdkError::InternalFailure(
+                        "the exporter panicked".into(),
+                    ))
+                });
+            elapsed = started.elapsed();
+            (exported, processed)
+        }
     };
     if let Err(e) = &result {
         log::warn!(
@@ -440,7 +456,7 @@ fn export_one<E: BatchExport>(
         );
     }
     shared
-        .resolve(n as u64, &processed, result.is_ok(), started.elapsed())
+        .resolve(n as u64, &processed, result.is_ok(), elapsed)
         .then_some(result)
 }
 

@@ -14,7 +14,7 @@ use opentelemetry_sdk::trace::SpanData;
 use super::suites::Cases;
 use super::{NAME, SignalReport};
 use crate::bindings::edit_types::{Action, Change, ItemEdit};
-use crate::bindings::types::{Status as WitStatus, Value as WitValue};
+use crate::bindings::types::Status as WitStatus;
 use crate::config::{ProcessorSpec, WasmExporterSpec, WasmProcessorSpec};
 use crate::error::LensError;
 use crate::testing::spans;
@@ -43,7 +43,8 @@ fn promised(changes: &[Change]) -> Promised {
                 })
             }
             Change::SetAttribute(kv) => {
-                p.attributes.insert(kv.key.clone(), Some(value(&kv.value)));
+                p.attributes
+                    .insert(kv.key.clone(), Some(edit::value(kv.value.clone())));
             }
             Change::RemoveAttribute(key) => {
                 p.attributes.insert(key.clone(), None);
@@ -52,23 +53,6 @@ fn promised(changes: &[Change]) -> Promised {
         }
     }
     p
-}
-
-fn value(v: &WitValue) -> opentelemetry::Value {
-    use opentelemetry::{Array, StringValue, Value};
-    match v {
-        WitValue::String(s) => s.clone().into(),
-        WitValue::Bool(b) => (*b).into(),
-        WitValue::S64(i) => (*i).into(),
-        WitValue::F64(f) => (*f).into(),
-        WitValue::StringArray(a) => Value::Array(Array::String(
-            a.iter().cloned().map(StringValue::from).collect(),
-        )),
-        WitValue::BoolArray(a) => Value::Array(Array::Bool(a.clone())),
-        WitValue::S64Array(a) => Value::Array(Array::I64(a.clone())),
-        WitValue::F64Array(a) => Value::Array(Array::F64(a.clone())),
-        WitValue::Bytes(_) => Value::String("".into()),
-    }
 }
 
 /// Whether `after` (the output) keeps what `edits` promise about `before`: dropped spans gone,

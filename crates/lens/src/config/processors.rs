@@ -129,8 +129,10 @@ impl From<WasmProcessorSpec> for toml::Table {
         if !spec.exporters.is_empty() {
             table.insert(exporters.into(), spec.exporters.into());
         }
-        if spec.on_fault != OnFault::default() {
-            table.insert(on_fault.into(), "drop".into());
+        if spec.on_fault != OnFault::default()
+            && let Ok(value) = toml::Value::try_from(spec.on_fault)
+        {
+            table.insert(on_fault.into(), value);
         }
         table
     }

@@ -164,8 +164,9 @@ fn change(span: &mut SpanData, change: Change) {
     }
 }
 
-/// A WIT attribute value as OpenTelemetry's (bytes are refused by `check`).
-fn value(v: WitValue) -> Value {
+/// A WIT attribute value as OpenTelemetry's (bytes, which a span attribute cannot hold, are
+/// refused by `check` before any change is applied).
+pub(crate) fn value(v: WitValue) -> Value {
     let strings = |v: Vec<String>| v.into_iter().map(StringValue::from).collect();
     match v {
         WitValue::String(s) => Value::String(s.into()),

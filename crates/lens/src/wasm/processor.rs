@@ -27,8 +27,9 @@ use crate::config::{
 use crate::error::{LensError, WasmSetupError};
 use crate::trace::edit;
 
-/// A span processor running a sandboxed WebAssembly component: as many instances as the
-/// exporters it applies to (each exporter's batches run on their own thread), shared by them.
+/// A span processor running a sandboxed WebAssembly component, shared by the exporters it
+/// applies to: as many instances as batches may go through it at once (each exporter's batches
+/// run on that exporter's worker threads).
 pub struct WasmProcessor {
     name: Arc<str>,
     /// `None` when it was disabled at setup (`on_setup_failure = "disable"`).

@@ -1,0 +1,68 @@
+//! The queue's accounting around the processors stage: what they drop ends in
+//! `dropped_processor`, a batch whose processors panic fails whole, and the worker carries on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+
+use super::{BatchExport, BatchQueue, ExporterStats, Processed, ProcessorCounts};
+use crate::config::BatchConfig;
+use crate::signal::Signal;
+
+/// Drops the odd items; panics on a batch holding 13.
+struct OddsOut;
+
+impl BatchExport for OddsOut {
+    type Item = u32;
+
+    fn process(&self, batch: Vec<u32>) -> (Vec<u32>, Processed) {
+        assert!(!batch.contains(&13), "a processor bug");
+        let n = batch.len();
+        let kept: Vec<u32> = batch.into_iter().filter(|i| i % 2 == 0).collect();
+        let counts = ProcessorCounts {
+            dropped: (n - kept.len()) as u64,
+            faults: 0,
+        };
+        let by = vec![(Arc::from("odds-out"), counts)];
+        (kept, Processed { by })
+    }
+
+    fn export(&self, _batch: Vec<u32>) -> OTelSdkResult {
+        Ok(())
+    }
+
+    fn force_flush(&mut self) -> OTelSdkResult {
+        Ok(())
+    }
+
+    fn shutdown_with_timeout(&mut self, _timeout: Duration) -> OTelSdkResult {
+        Ok(())
+    }
+
+    fn set_resource(&mut self, _resource: &Resource) {}
+}
+
+#[test]
+fn processor_drops_and_a_panicking_stage_each_end_in_one_counter() {
+    let stats = Arc::new(ExporterStats::new("e"));
+    let config = BatchConfig {
+        max_export_batch_size: 5,
+        ..BatchConfig::default()
+    };
+    let queue = BatchQueue::new(OddsOut, config, stats.clone(), Signal::Traces);
+    for i in 0..20 {
+        queue.push(i);
+    }
+    queue.force_flush().unwrap_or_default();
+    queue.shutdown_with_timeout(Duration::from_secs(5)).unwrap();
+    let s = stats.snapshot();
+    assert_eq!(s.received, 20);
+    // Batches 0–4, 5–9, 15–19 processed (8 odd items dropped); 10–14 panicked: failed whole.
+    assert_eq!(s.dropped_export_failed, 5);
+    assert_eq!(s.dropped_processor, 8);
+    assert_eq!(s.processors["odds-out"].dropped, 8);
+    assert_eq!(s.exported, 7);
+    assert_eq!(s.received, s.exported + s.dropped());
+}
