@@ -11,7 +11,7 @@ use std::time::Instant;
 use lens::Signal;
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::trace::{SpanExporter as _, SpanProcessor as _};
-use lens::trace::BatchSpanProcessor;
+use lens::trace::{BatchSpanProcessor, ExportStage};
 use lens::wasm::{WasmProcessor, WasmSpanExporter};
 use pyo3::prelude::*;
 
@@ -49,7 +49,11 @@ impl SpanCore {
 
 /// The entry's sandboxed processors, started (each with one instance); they run in the
 /// hand-off queue, before the exporter.
-fn processors(py: Python<'_>, entry: &Entry, blocking: bool) -> PyResult<Vec<Arc<WasmProcessor>>> {
+fn processors(
+    py: Python<'_>,
+    entry: &Entry,
+    blocking: bool,
+) -> PyResult<Vec<Arc<dyn ExportStage>>> {
     if blocking && !entry.processors.is_empty() {
         return Err(load_error(format!(
             "wasm exporter `{}`: processors run in Lens's hand-off queue, before the exporter; \
@@ -64,7 +68,7 @@ fn processors(py: Python<'_>, entry: &Entry, blocking: bool) -> PyResult<Vec<Arc
         .map(|spec| {
             let name = spec.display_name();
             py.detach(|| WasmProcessor::from_config(&name, spec, &empty))
-                .map(|(p, _)| Arc::new(p))
+                .map(|(p, _)| Arc::new(p) as Arc<dyn ExportStage>)
                 .map_err(load_error)
         })
         .collect()

@@ -36,14 +36,14 @@
 //! | [`rank`], [`strategy`], [`resource`] | who this rank is, whether it exports, what its signals carry (attribute names from `semconv`) | `config`, `semconv` |
 //! | `batch` | the batch queue under the span and log processors, delivery statistics | `config` |
 //! | `slots` | the named processors one signal fans out to, which a reload replaces, adds and removes (a leaf) | — |
-//! | [`trace`] | Lens's tracer (open spans, the launcher's trace, span groups), safe attributes with redaction, rank-aware sampler, fan-out, Lens's batch span processor, health metrics | `config`, `strategy`, `batch`, `slots` |
+//! | [`trace`] | Lens's tracer (open spans, the launcher's trace, span groups), safe attributes with redaction, rank-aware sampler, fan-out, Lens's batch span processor and the stages before its exporter (`ExportStage`), health metrics | `config`, `strategy`, `batch`, `slots` |
 //! | [`logs`] | Lens's batch log processor, its fan-out, the `log` and `tracing` bridges | `config`, `batch`, `slots` |
 //! | [`instruments`] | NeMo Lens's inference, RL and Gym instruments | `semconv` |
 //! | [`propagation`] | the W3C propagator, `inject_context`/`extract_context`, the launcher's `TRACEPARENT` | `config` |
 //! | `encoding` | how a batch of spans, metrics or log records reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
 //! | `metrics` | the in-memory metric reader, [`data_points`] | `encoding` |
 //! | [`exporter`] | the native exporters of spans, metrics and log records: OTLP, console, none | `config`, `encoding` |
-//! | [`wasm`] | the sandbox host: engine, load, cache, grants, interfaces, instances, lanes with backoff and retries, hot reload of a component, the span, metric and log exporters | `config`, `batch`, `encoding`, `bindings` |
+//! | [`wasm`] | the sandbox host: engine, load, cache, grants, interfaces, instances, lanes with backoff and retries, hot reload of a component, the span, metric and log exporters, span processors and their edits | `config`, `batch`, `trace`, `encoding`, `bindings` |
 //! | `pipeline` | assembly: config entries become batch processors and readers (metric exporters counted per data point); a reload's plan, entry by entry | `exporter`, `wasm`, `trace`, `logs` |
 //! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install), [`TelemetryHandle`], its reloads and their triggers (watched file, SIGHUP) | `pipeline` and below |
 //! | [`check`] | what `lens check` runs: validation, timings, a conformance suite per exporter interface (feature `testing`) | `wasm`, `encoding`, `testing` |

@@ -6,6 +6,7 @@ mod check;
 mod demo;
 mod edits;
 mod faults;
+mod otlp;
 mod pipeline;
 
 use lens::config::{OnFault, ProcessorSpec, WasmExporterSpec, WasmProcessorSpec};

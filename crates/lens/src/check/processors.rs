@@ -18,7 +18,7 @@ use crate::bindings::types::Status as WitStatus;
 use crate::config::{ProcessorSpec, WasmExporterSpec, WasmProcessorSpec};
 use crate::error::LensError;
 use crate::testing::spans;
-use crate::trace::edit;
+use crate::wasm::edit;
 use crate::wasm::{GuestOutputBuffer, GuestOutputCopy, Signal, WasmProcessor};
 
 /// What an item's changes promise about it once applied.

@@ -28,7 +28,7 @@ use crate::exporter::{
 use crate::logs::BatchLogProcessor;
 use crate::rank::RankInfo;
 use crate::signal::Signal;
-use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExporterStats};
+use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExportStage, ExporterStats};
 use crate::wasm::reload::Reloadable;
 use crate::wasm::{
     HostInputs, WasmLogExporter, WasmMetricExporter, WasmProcessor, WasmSpanExporter,
@@ -172,11 +172,11 @@ impl<'a> BuildContext<'a> {
     }
 
     /// The span processors that apply to the exporter called `name`, in the config's order.
-    fn span_processors_for(&self, name: &str) -> Vec<Arc<WasmProcessor>> {
+    fn span_processors_for(&self, name: &str) -> Vec<Arc<dyn ExportStage>> {
         self.span_processors
             .iter()
             .filter(|(spec, _)| spec.applies_to(name))
-            .map(|(_, p)| p.clone())
+            .map(|(_, p)| p.clone() as Arc<dyn ExportStage>)
             .collect()
     }
 

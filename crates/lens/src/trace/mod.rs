@@ -1,9 +1,8 @@
 //! The trace pipeline: Lens's tracer (open spans, the launcher's trace, span groups), the
-//! rank-aware sampler, Lens's batch processor (with the sandboxed processors' edits, [`edit`],
-//! applied before its exporter), fan-out, statistics.
+//! rank-aware sampler, Lens's batch processor (with the stages each batch goes through before
+//! its exporter: [`ExportStage`], the sandboxed processors), fan-out, statistics.
 
 pub mod attributes;
-pub mod edit;
 mod fanout;
 pub mod flags;
 pub mod groups;
@@ -20,6 +19,6 @@ pub use crate::batch::{
 pub(crate) use fanout::{FanOutCore, FanOutSpanProcessor};
 pub use fanout::{TRUNCATED_ATTRIBUTE, TRUNCATED_REASON, TRUNCATED_REASON_KEY};
 pub use groups::{SpanGroups, is_span_group_enabled, set_enabled_span_groups};
-pub use processor::{BatchSpanProcessor, DisabledSpanProcessor};
+pub use processor::{BatchSpanProcessor, DisabledSpanProcessor, ExportStage};
 pub use sampler::{RankAwareSampler, sampler_from_env, sdk_disabled};
 pub use tracer::{LensSpan, LensTracer, LensTracerProvider};

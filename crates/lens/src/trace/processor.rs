@@ -9,15 +9,33 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
-use crate::batch::{BatchExport, BatchQueue, DropReason, ExporterStats, Processed};
+use crate::batch::{
+    BatchExport, BatchQueue, DropReason, ExporterStats, Processed, ProcessorCounts,
+};
 use crate::config::BatchConfig;
 use crate::signal::Signal;
-use crate::wasm::WasmProcessor;
 
-/// A span exporter driven by the batch queue, after the sandboxed processors that apply to it.
+/// A stage each batch goes through on its way to an exporter, on the exporter's worker thread
+/// (the sandboxed span processors of `[[traces.processors]]`: `lens::wasm::WasmProcessor`).
+/// One stage may serve several exporters' batch processors at once.
+pub trait ExportStage: Send + Sync + 'static {
+    /// Its name, in statistics.
+    fn name(&self) -> &Arc<str>;
+    /// What goes on, and what it did; never fails (a fault is the stage's to count and
+    /// resolve).
+    fn process_spans(&self, spans: Vec<SpanData>) -> (Vec<SpanData>, ProcessorCounts);
+    /// One more batch processor uses it.
+    fn retain(&self);
+    /// A batch processor using it shut down (the last one shuts it down within `timeout`).
+    fn release(&self, timeout: Duration);
+    /// The provider's resource.
+    fn set_resource(&self, resource: &Resource);
+}
+
+/// A span exporter driven by the batch queue, after the stages that apply to it.
 struct Spans<E> {
     exporter: E,
-    processors: Vec<Arc<WasmProcessor>>,
+    processors: Vec<Arc<dyn ExportStage>>,
 }
 
 impl<E: SpanExporter + 'static> BatchExport for Spans<E> {
@@ -80,7 +98,7 @@ impl BatchSpanProcessor {
     /// (what they drop is counted as `dropped_processor`, by processor).
     pub fn with_processors<E>(
         exporter: E,
-        processors: Vec<Arc<WasmProcessor>>,
+        processors: Vec<Arc<dyn ExportStage>>,
         config: BatchConfig,
         stats: Arc<ExporterStats>,
     ) -> Self

@@ -23,7 +23,7 @@
 //! - [`span_exporter`], [`metric_exporter`], [`log_exporter`]: [`WasmSpanExporter`],
 //!   [`WasmMetricExporter`], [`WasmLogExporter`], the SDK's exporter traits over the lanes;
 //! - [`processor`]: [`WasmProcessor`], a `span-processor` run on each batch before the
-//!   exporters it applies to.
+//!   exporters it applies to, and [`edit`], its answer checked and applied.
 //!
 //! The host takes what it needs from the installation building it as a [`HostInputs`]; it
 //! never sees the rest of the configuration.
@@ -31,6 +31,7 @@
 pub(crate) mod backoff;
 pub mod cache;
 pub mod compiler;
+pub mod edit;
 pub mod engine;
 pub(crate) mod exporter;
 pub mod guest_output;

@@ -2,10 +2,10 @@
 //! before the exporters it applies to.
 //!
 //! The spans stay on the host: the guest gets them encoded (as an exporter would) and answers
-//! with edits, which the `trace::edit` module checks whole and applies. A fault of any kind —
-//! a trap, a deadline, an error returned, an answer refused, lanes backing off after faults,
-//! the processor disabled at setup — sends the batch on unprocessed (`on_fault = "pass"`) or
-//! drops it (`"drop"`), and counts it.
+//! with edits, which the `edit` module checks whole and applies. A fault of any kind — a trap,
+//! a deadline, an error returned, an answer refused, lanes backing off after faults, the
+//! processor disabled at setup — sends the batch on unprocessed (`on_fault = "pass"`) or drops
+//! it (`"drop"`), and counts it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,6 +14,7 @@ use std::time::Duration;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SpanData;
 
+use super::edit;
 use super::exporter::Lanes;
 use super::instance::Payload;
 use super::interface::{Role, Signal};
@@ -25,7 +26,7 @@ use crate::config::{
     BatchConfig, DEFAULT_PROCESSOR_CALL_TIMEOUT_MS, OnFault, ProcessorSpec, WasmExporterSpec,
 };
 use crate::error::{LensError, WasmSetupError};
-use crate::trace::edit;
+use crate::trace::ExportStage;
 
 /// A span processor running a sandboxed WebAssembly component, shared by the exporters it
 /// applies to: as many instances as batches may go through it at once (each exporter's batches
@@ -226,19 +227,6 @@ impl WasmProcessor {
         }
     }
 
-    /// One more exporter's batch processor uses it.
-    pub(crate) fn retain(&self) {
-        self.users.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// An exporter's batch processor using it shut down: the last one shuts its instances
-    /// down (`shutdown`, within `timeout`).
-    pub(crate) fn release(&self, timeout: Duration) {
-        if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.shutdown(timeout);
-        }
-    }
-
     /// Shuts its instances down (each `shutdown` within the call deadline; all within
     /// `timeout`).
     pub fn shutdown(&self, timeout: Duration) {
@@ -248,9 +236,29 @@ impl WasmProcessor {
             log::debug!("wasm processor `{}`: shutdown: {e}", self.name);
         }
     }
+}
 
-    /// Hands its instances the provider's resource.
-    pub(crate) fn set_resource(&self, resource: &Resource) {
+impl ExportStage for WasmProcessor {
+    fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    fn process_spans(&self, spans: Vec<SpanData>) -> (Vec<SpanData>, ProcessorCounts) {
+        WasmProcessor::process_spans(self, spans)
+    }
+
+    fn retain(&self) {
+        self.users.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The last batch processor using it shuts its instances down.
+    fn release(&self, timeout: Duration) {
+        if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shutdown(timeout);
+        }
+    }
+
+    fn set_resource(&self, resource: &Resource) {
         if let Some(lanes) = &self.lanes {
             lanes.set_resource(resource);
         }
