@@ -7,8 +7,11 @@ use std::path::Path;
 use lens::config::{
     BatchConfig, ExporterSpec, FileWatch, ProcessorSpec, ReloadConfig, WasmExporterSpec,
 };
+use std::sync::Arc;
+
 use lens::opentelemetry_sdk::Resource;
-use lens::trace::ExporterStats;
+use lens::trace::{ExportStage, ExporterStats};
+use lens::wasm::WasmProcessor;
 use lens::{LensConfig, Signal};
 use pyo3::prelude::*;
 
@@ -23,9 +26,12 @@ pub struct Entry {
     /// The config file it comes from (watched from the content it was read with), and that
     /// file's `[reload]` table.
     pub source: Option<(FileWatch, ReloadConfig)>,
-    /// The sandboxed processors run before it (spans only): the file's `[[traces.processors]]`
-    /// that apply to it, or the `processors` keyword.
+    /// The sandboxed processors run before it (spans, log records): the file's
+    /// `[[traces.processors]]` (`[[logs.processors]]`) that apply to it, or the `processors`
+    /// keyword.
     pub processors: Vec<ProcessorSpec>,
+    /// The signal it serves.
+    pub signal: Signal,
 }
 
 pub fn load_error(e: impl std::fmt::Display) -> PyErr {
@@ -59,6 +65,7 @@ impl Entry {
             batch,
             source: None,
             processors: Vec::new(),
+            signal,
         }
     }
 
@@ -148,9 +155,9 @@ pub fn processors_of(
 ) -> PyResult<Vec<ProcessorSpec>> {
     let processors: Vec<ProcessorSpec> = serde_json::from_value(value)
         .map_err(|e| load_error(format!("invalid processors: {e}")))?;
-    if signal != Signal::Traces && !processors.is_empty() {
+    if signal == Signal::Metrics && !processors.is_empty() {
         return Err(load_error(
-            "processors apply to spans only in this version of Lens",
+            "processors apply to spans and log records in this version of Lens, not to metrics",
         ));
     }
     let names = std::collections::BTreeSet::from([exporter.to_string()]);
@@ -159,6 +166,39 @@ pub fn processors_of(
             .map_err(|m| load_error(format!("processors[{i}]: {m}")))?;
     }
     Ok(processors)
+}
+
+/// The entry's sandboxed processors, started (each with one instance); they run in the
+/// hand-off queue, before the exporter.
+pub fn stages<T: 'static>(
+    py: Python<'_>,
+    entry: &Entry,
+    blocking: bool,
+) -> PyResult<Vec<Arc<dyn ExportStage<T>>>>
+where
+    WasmProcessor: ExportStage<T>,
+{
+    if blocking && !entry.processors.is_empty() {
+        return Err(load_error(format!(
+            "wasm exporter `{}`: processors run in Lens's hand-off queue, before the exporter; \
+             they cannot be used with blocking=True",
+            entry.name
+        )));
+    }
+    let empty = Resource::builder_empty().build();
+    entry
+        .processors
+        .iter()
+        .map(|spec| {
+            let name = spec.display_name();
+            let none = lens::wasm::GuestOutputCopy::None;
+            py.detach(|| {
+                WasmProcessor::from_config_with_output(&name, spec, entry.signal, &empty, none)
+            })
+            .map(|(p, _)| Arc::new(p) as Arc<dyn ExportStage<T>>)
+            .map_err(load_error)
+        })
+        .collect()
 }
 
 fn signal_exporters(config: &LensConfig, signal: Signal) -> &[ExporterSpec] {

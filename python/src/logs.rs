@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use lens::Signal;
-use lens::logs::BatchLogProcessor;
+use lens::logs::{BatchLogProcessor, Queued};
 use lens::opentelemetry::InstrumentationScope;
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::logs::{LogBatch, LogExporter as _, SdkLogRecord};
@@ -14,7 +14,7 @@ use lens::wasm::WasmLogExporter;
 use pyo3::prelude::*;
 
 use crate::convert;
-use crate::core::{Entry, load_error};
+use crate::core::{Entry, load_error, stages};
 use crate::following::Handle;
 use crate::handoff::{Core, core_methods};
 
@@ -24,6 +24,7 @@ pub struct LogCore(Core<WasmLogExporter, BatchLogProcessor>);
 
 impl LogCore {
     fn build(py: Python<'_>, entry: Entry, blocking: bool) -> PyResult<Self> {
+        let processors = stages::<Queued>(py, &entry, blocking)?;
         let empty = Resource::builder_empty().build();
         let (exporter, stats) = py
             .detach(|| WasmLogExporter::from_config(&entry.name, &entry.spec, &empty))
@@ -31,9 +32,10 @@ impl LogCore {
         let batch = entry.batch;
         let queue_stats = stats.clone();
         let queue = (!blocking).then_some(move |f| {
-            BatchLogProcessor::with_flush(
+            BatchLogProcessor::with_processors(
                 Handle(f),
                 |h| h.0.with(WasmLogExporter::force_flush),
+                processors,
                 batch,
                 queue_stats,
             )

@@ -5,18 +5,17 @@
 //!   returns; `on_end` (the processor) queues one span;
 //! - blocking (`blocking=True`): `export` waits for the guest's answer, the GIL released.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use lens::Signal;
 use lens::opentelemetry_sdk::Resource;
-use lens::opentelemetry_sdk::trace::{SpanExporter as _, SpanProcessor as _};
-use lens::trace::{BatchSpanProcessor, ExportStage};
-use lens::wasm::{WasmProcessor, WasmSpanExporter};
+use lens::opentelemetry_sdk::trace::{SpanData, SpanExporter as _, SpanProcessor as _};
+use lens::trace::BatchSpanProcessor;
+use lens::wasm::WasmSpanExporter;
 use pyo3::prelude::*;
 
 use crate::convert;
-use crate::core::{Entry, load_error};
+use crate::core::{Entry, load_error, stages};
 use crate::following::Handle;
 use crate::handoff::{Core, core_methods};
 
@@ -27,7 +26,7 @@ pub struct SpanCore(Core<WasmSpanExporter, BatchSpanProcessor>);
 impl SpanCore {
     fn build(py: Python<'_>, entry: Entry, blocking: bool) -> PyResult<Self> {
         // The processors first: they run before the exporter, and fail setup as early.
-        let processors = processors(py, &entry, blocking)?;
+        let processors = stages::<SpanData>(py, &entry, blocking)?;
         let empty = Resource::builder_empty().build();
         let (exporter, stats) = py
             .detach(|| WasmSpanExporter::from_config(&entry.name, &entry.spec, &empty))
@@ -45,33 +44,6 @@ impl SpanCore {
             queue,
         )))
     }
-}
-
-/// The entry's sandboxed processors, started (each with one instance); they run in the
-/// hand-off queue, before the exporter.
-fn processors(
-    py: Python<'_>,
-    entry: &Entry,
-    blocking: bool,
-) -> PyResult<Vec<Arc<dyn ExportStage>>> {
-    if blocking && !entry.processors.is_empty() {
-        return Err(load_error(format!(
-            "wasm exporter `{}`: processors run in Lens's hand-off queue, before the exporter; \
-             they cannot be used with blocking=True",
-            entry.name
-        )));
-    }
-    let empty = Resource::builder_empty().build();
-    entry
-        .processors
-        .iter()
-        .map(|spec| {
-            let name = spec.display_name();
-            py.detach(|| WasmProcessor::from_config(&name, spec, &empty))
-                .map(|(p, _)| Arc::new(p) as Arc<dyn ExportStage>)
-                .map_err(load_error)
-        })
-        .collect()
 }
 
 core_methods!(SpanCore, Signal::Traces, {

@@ -10,22 +10,23 @@ import sys
 
 import lens
 import pytest
-from conftest import recorded
+from conftest import recorded, recorder
 from opentelemetry.sdk.trace import TracerProvider
 
 
-def processors(guests, redact_fault="drop"):
-    """A filter dropping `noise` spans, then a redaction of `gen_ai.prompt`."""
+def processors(guests, names="noise", keys="gen_ai.prompt", redact_fault="drop"):
+    """A filter dropping the items named `names` (spans by name, log records by severity), then
+    a redaction of the attribute `keys`."""
     return [
         {
             "path": guests["processor"],
             "name": "quiet",
-            "settings": {"mode": "filter", "names": "noise"},
+            "settings": {"mode": "filter", "names": names},
         },
         {
             "path": guests["processor"],
             "name": "redact",
-            "settings": {"mode": "redact", "keys": "gen_ai.prompt"},
+            "settings": {"mode": "redact", "keys": keys},
             "on_fault": redact_fault,
         },
     ]
@@ -170,10 +171,11 @@ def lens_batch(exporter):
 
 def test_a_faulting_processor_passes_the_batch_on_or_drops_it(guests, tmp_path):
     for on_fault, exported in (("pass", 12), ("drop", 0)):
-        exporter = lens.WasmSpanProcessor(
-            guests["recorder"],
-            settings={"out": "/out/batches.jsonl", "encoding": "typed"},
-            preopens=[{"host": str(tmp_path), "guest": "/out", "read_only": False}],
+        exporter = recorder(
+            guests,
+            tmp_path,
+            "typed",
+            cls=lens.WasmSpanProcessor,
             processors=[
                 {
                     "path": guests["processor"],
@@ -195,6 +197,35 @@ def test_a_faulting_processor_passes_the_batch_on_or_drops_it(guests, tmp_path):
         assert stats["processors"]["broken"]["faults"] == 12
 
 
+def test_a_log_exporter_runs_its_processors_before_the_guest(guests, tmp_path):
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+    exporter = recorder(
+        guests,
+        tmp_path,
+        "typed",
+        cls=lens.WasmLogExporter,
+        processors=processors(guests, names="DEBUG", keys="user.email", redact_fault="pass"),
+    )
+    provider = LoggerProvider()
+    provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+    logger = provider.get_logger("train")
+    for i in range(30):
+        severity = "DEBUG" if i % 3 == 0 else "INFO"
+        logger.emit(
+            body=f"record {i}", severity_text=severity, attributes={"user.email": f"u{i}@x"}
+        )
+    provider.shutdown()
+    stats = exporter.stats()
+    assert (stats["received"], stats["exported"], stats["dropped_processor"]) == (30, 20, 10)
+    assert stats["processors"]["quiet"] == {"dropped": 10, "faults": 0}
+    records = [r for line in recorded(tmp_path) if "logs" in line for r in line["logs"]]
+    assert len(records) == 20, recorded(tmp_path)[:3]
+    assert not any("user.email" in r["attributes"] for r in records)
+    assert all(r["attributes"]["lens.redacted"] == {"bool": True} for r in records)
+
+
 def test_processors_are_refused_where_they_cannot_run(guests, tmp_path):
     keywords = {
         "settings": {"out": "/out/x.jsonl"},
@@ -203,8 +234,8 @@ def test_processors_are_refused_where_they_cannot_run(guests, tmp_path):
     redact = [{"path": guests["processor"], "settings": {"mode": "noop"}}]
     with pytest.raises(lens.ExporterLoadError, match="cannot be used with blocking=True"):
         lens.WasmSpanExporter(guests["recorder"], blocking=True, processors=redact, **keywords)
-    with pytest.raises(lens.ExporterLoadError, match="processors apply to spans only"):
-        lens.WasmLogExporter(guests["recorder"], processors=redact, **keywords)
+    with pytest.raises(lens.ExporterLoadError, match="not to metrics"):
+        lens.WasmMetricExporter(guests["recorder"], processors=redact, **keywords)
     with pytest.raises(lens.ExporterLoadError, match="on_fault"):
         lens.WasmSpanExporter(
             guests["recorder"], processors=[{**redact[0], "on_fault": "retry"}], **keywords

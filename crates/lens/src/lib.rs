@@ -43,7 +43,7 @@
 //! | `encoding` | how a batch of spans, metrics or log records reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
 //! | `metrics` | the in-memory metric reader, [`data_points`] | `encoding` |
 //! | [`exporter`] | the native exporters of spans, metrics and log records: OTLP, console, none | `config`, `encoding` |
-//! | [`wasm`] | the sandbox host: engine, load, cache, grants, interfaces, instances, lanes with backoff and retries, hot reload of a component, the span, metric and log exporters, span processors and their edits | `config`, `batch`, `trace`, `encoding`, `bindings` |
+//! | [`wasm`] | the sandbox host: engine, load, cache, grants, interfaces, instances, lanes with backoff and retries, hot reload of a component, the span, metric and log exporters, span processors and their edits | `config`, `batch`, `trace`, `logs`, `encoding`, `bindings` |
 //! | `pipeline` | assembly: config entries become batch processors and readers (metric exporters counted per data point); a reload's plan, entry by entry | `exporter`, `wasm`, `trace`, `logs` |
 //! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install), [`TelemetryHandle`], its reloads and their triggers (watched file, SIGHUP) | `pipeline` and below |
 //! | [`check`] | what `lens check` runs: validation, timings, a conformance suite per exporter interface (feature `testing`) | `wasm`, `encoding`, `testing` |

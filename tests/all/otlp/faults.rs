@@ -114,8 +114,21 @@ impl Stub {
         }
     }
 
+    /// The statuses answered so far, once the stub's report has settled: its lines reach
+    /// this process through a pipe and a reader thread, which may lag the exporter's own view
+    /// of the answer (seen once under load).
     fn answered(&self) -> Vec<String> {
-        self.answered.lock().unwrap().clone()
+        let read = || self.answered.lock().unwrap().clone();
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        let mut last = read();
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = read();
+            if (now == last && !now.is_empty()) || std::time::Instant::now() > deadline {
+                return now;
+            }
+            last = now;
+        }
     }
 
     /// 100 spans in one batch to the stub, exporter timeout `timeout_ms`; the exporter's

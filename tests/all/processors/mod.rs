@@ -6,6 +6,7 @@ mod check;
 mod demo;
 mod edits;
 mod faults;
+mod logs;
 mod otlp;
 mod pipeline;
 

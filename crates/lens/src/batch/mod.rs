@@ -53,6 +53,40 @@ pub(crate) trait BatchExport: Send + Sync + 'static {
     fn set_resource(&mut self, resource: &Resource);
 }
 
+/// A stage each batch goes through on its way to an exporter, on the exporter's worker thread
+/// (the sandboxed processors of `[[traces.processors]]` and `[[logs.processors]]`:
+/// `lens::wasm::WasmProcessor`). One stage may serve several exporters' queues at once.
+pub trait ExportStage<T>: Send + Sync + 'static {
+    /// Its name, in statistics.
+    fn name(&self) -> &Arc<str>;
+    /// What goes on, and what it did; never fails (a fault is the stage's to count and
+    /// resolve).
+    fn process(&self, items: Vec<T>) -> (Vec<T>, ProcessorCounts);
+    /// One more queue uses it.
+    fn retain(&self);
+    /// A queue using it shut down (the last one shuts it down within `timeout`).
+    fn release(&self, timeout: Duration);
+    /// The provider's resource.
+    fn set_resource(&self, resource: &Resource);
+}
+
+/// `batch` through `stages` in order (until none is left), and what each did.
+pub(crate) fn run_stages<T: 'static>(
+    stages: &[Arc<dyn ExportStage<T>>],
+    mut batch: Vec<T>,
+) -> (Vec<T>, Processed) {
+    let mut processed = Processed::default();
+    for stage in stages {
+        if batch.is_empty() {
+            break;
+        }
+        let counts;
+        (batch, counts) = stage.process(batch);
+        processed.by.push((stage.name().clone(), counts));
+    }
+    (batch, processed)
+}
+
 enum Control {
     /// Export what is queued now, full batches or not (a hand-off of a whole batch).
     ExportQueued,

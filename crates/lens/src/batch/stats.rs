@@ -487,6 +487,10 @@ pub struct DeliveryStats {
     /// (`dropped_processor`), met its fault (`processor_faults`), and its guest's faults.
     #[serde(default)]
     pub span_processors: Vec<ExporterSnapshot>,
+    /// One entry per log processor (`[[logs.processors]]`), as `span_processors` (counts are
+    /// log records).
+    #[serde(default)]
+    pub log_processors: Vec<ExporterSnapshot>,
 }
 
 impl DeliveryStats {
@@ -503,6 +507,11 @@ impl DeliveryStats {
     /// The entry of the span processor called `name`.
     pub fn span_processor(&self, name: &str) -> Option<&ExporterSnapshot> {
         self.span_processors.iter().find(|e| e.name == name)
+    }
+
+    /// The entry of the log processor called `name`.
+    pub fn log_processor(&self, name: &str) -> Option<&ExporterSnapshot> {
+        self.log_processors.iter().find(|e| e.name == name)
     }
 
     /// The entry of the log exporter called `name`.

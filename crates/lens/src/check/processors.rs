@@ -129,7 +129,8 @@ pub(super) fn span_processor(
         component: spec.clone(),
         ..Default::default()
     });
-    let (p, stats) = WasmProcessor::from_config_with_output(NAME, &spec, resource, copy)?;
+    let (p, stats) =
+        WasmProcessor::from_config_with_output(NAME, &spec, Signal::Traces, resource, copy)?;
     let mut c = Cases::new(output);
     let started = Instant::now();
     let empty = match p.answer(Vec::new()).1 {

@@ -285,7 +285,7 @@ pub struct SignalConfig {
     /// Exporters of this signal. Empty: the top-level `exporter` shorthand.
     pub exporters: Vec<ExporterSpec>,
     /// Sandboxed processors run on every batch before the exporters they apply to, in this
-    /// order (spans only, for now). Empty (default): none.
+    /// order (spans and log records; refused under `[metrics]`). Empty (default): none.
     pub processors: Vec<ProcessorSpec>,
 }
 
@@ -516,15 +516,16 @@ impl LensConfig {
         self.validate_processors().map_err(|(key, m)| bad(&key, m))
     }
 
-    /// The processor entries: spans only, names unique, the exporters they name known.
+    /// The processor entries: spans and log records, names unique, the exporters they name
+    /// known.
     fn validate_processors(&self) -> Result<(), (String, String)> {
         for signal in Signal::ALL {
             let processors = &self.signal(signal).processors;
-            if signal != Signal::Traces && !processors.is_empty() {
+            if signal == Signal::Metrics && !processors.is_empty() {
                 return Err((
                     format!("{signal}.processors"),
-                    "processors apply to spans only in this version of Lens: move the entry \
-                     under [[traces.processors]]"
+                    "processors apply to spans and log records in this version of Lens, not to \
+                     metrics (the SDK hands metric exporters collections that cannot be edited)"
                         .to_string(),
                 ));
             }

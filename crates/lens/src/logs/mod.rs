@@ -15,4 +15,4 @@ pub use bridge::LogBridge;
 #[cfg(feature = "tracing")]
 pub use bridge::{TracingLogLayer, tracing_log_layer};
 pub(crate) use fanout::{FanOutLogProcessor, LogFanOut};
-pub use processor::BatchLogProcessor;
+pub use processor::{BatchLogProcessor, Queued};

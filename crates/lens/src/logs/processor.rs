@@ -10,22 +10,29 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::{LogBatch, LogExporter, LogProcessor, SdkLogRecord};
 
-use crate::batch::{BatchExport, BatchQueue, DropReason, ExporterStats};
+use crate::batch::{
+    BatchExport, BatchQueue, DropReason, ExportStage, ExporterStats, Processed, run_stages,
+};
 use crate::config::BatchConfig;
 use crate::signal::Signal;
 
 /// A log record as queued: the SDK hands the processor borrowed records, the queue owns them.
-type Queued = (SdkLogRecord, InstrumentationScope);
+pub type Queued = (SdkLogRecord, InstrumentationScope);
 
-/// A log exporter driven by the batch queue, with how to flush it: the SDK's `LogExporter`
-/// has no `force_flush`, a wasm guest does.
+/// A log exporter driven by the batch queue, with how to flush it (the SDK's `LogExporter`
+/// has no `force_flush`, a wasm guest does), after the stages that apply to it.
 struct Records<E> {
     exporter: E,
     flush: fn(&E) -> OTelSdkResult,
+    processors: Vec<Arc<dyn ExportStage<Queued>>>,
 }
 
 impl<E: LogExporter + 'static> BatchExport for Records<E> {
     type Item = Queued;
+
+    fn process(&self, batch: Vec<Queued>) -> (Vec<Queued>, Processed) {
+        run_stages(&self.processors, batch)
+    }
 
     fn export(&self, batch: Vec<Queued>) -> OTelSdkResult {
         let refs: Vec<(&SdkLogRecord, &InstrumentationScope)> =
@@ -38,11 +45,16 @@ impl<E: LogExporter + 'static> BatchExport for Records<E> {
     }
 
     fn shutdown_with_timeout(&mut self, timeout: Duration) -> OTelSdkResult {
-        self.exporter.shutdown_with_timeout(timeout)
+        let result = self.exporter.shutdown_with_timeout(timeout);
+        self.processors.iter().for_each(|p| p.release(timeout));
+        result
     }
 
     fn set_resource(&mut self, resource: &Resource) {
-        self.exporter.set_resource(resource)
+        self.exporter.set_resource(resource);
+        self.processors
+            .iter()
+            .for_each(|p| p.set_resource(resource));
     }
 }
 
@@ -75,7 +87,27 @@ impl BatchLogProcessor {
     where
         E: LogExporter + 'static,
     {
-        let records = Records { exporter, flush };
+        Self::with_processors(exporter, flush, Vec::new(), config, stats)
+    }
+
+    /// [`with_flush`](Self::with_flush), each batch going through `processors` in order before
+    /// the exporter (what they drop is counted as `dropped_processor`, by processor).
+    pub fn with_processors<E>(
+        exporter: E,
+        flush: fn(&E) -> OTelSdkResult,
+        processors: Vec<Arc<dyn ExportStage<Queued>>>,
+        config: BatchConfig,
+        stats: Arc<ExporterStats>,
+    ) -> Self
+    where
+        E: LogExporter + 'static,
+    {
+        processors.iter().for_each(|p| p.retain());
+        let records = Records {
+            exporter,
+            flush,
+            processors,
+        };
         Self {
             queue: Some(BatchQueue::new(
                 records,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::PeriodicReader;
-use opentelemetry_sdk::trace::SpanProcessor;
+use opentelemetry_sdk::trace::{SpanData, SpanProcessor};
 
 use crate::config::env::EnvSource;
 use crate::config::{
@@ -25,7 +25,7 @@ use crate::exporter::{
     ConsoleLogExporter, ConsoleMetricExporter, ConsoleOut, ConsoleSpanExporter, NoopLogExporter,
     NoopSpanExporter, OtlpLogExporter, OtlpMetricExporter, OtlpSpanExporter,
 };
-use crate::logs::BatchLogProcessor;
+use crate::logs::{BatchLogProcessor, Queued};
 use crate::rank::RankInfo;
 use crate::signal::Signal;
 use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExportStage, ExporterStats};
@@ -61,6 +61,11 @@ fn disable_or_fail(
         signal.items()
     );
     Ok(error)
+}
+
+/// What flushing a log exporter without buffered work of its own does.
+fn no_flush<E>(_: &E) -> opentelemetry_sdk::error::OTelSdkResult {
+    Ok(())
 }
 
 /// A metric entry's reader, with the statistics of its exporter.
@@ -100,8 +105,8 @@ pub(crate) struct BuildContext<'a> {
     runtime: OnceLock<Arc<tokio::runtime::Runtime>>,
     /// Building for a reload: a wasm entry that fails is an error, never disabled.
     reloading: bool,
-    /// The sandboxed span processors, built before the span exporters they apply to.
-    span_processors: Vec<(ProcessorSpec, Arc<WasmProcessor>)>,
+    /// The sandboxed processors of each signal, built before the exporters they apply to.
+    processors: Vec<(Signal, ProcessorSpec, Arc<WasmProcessor>)>,
 }
 
 impl<'a> BuildContext<'a> {
@@ -121,62 +126,60 @@ impl<'a> BuildContext<'a> {
             guest_output: crate::wasm::GuestOutputCopy::None,
             runtime: OnceLock::new(),
             reloading: false,
-            span_processors: Vec::new(),
+            processors: Vec::new(),
         }
     }
 
-    /// Builds the config's span processors (`[[traces.processors]]`), before the span
-    /// exporters: each gets one instance per batch that may be exported at once through it
-    /// (the `max_concurrent_exports` of each exporter it applies to, at most
-    /// [`MAX_CONCURRENT_EXPORTS`](crate::config::MAX_CONCURRENT_EXPORTS)). A guest failing at
-    /// setup disables the processor when its `on_setup_failure` says so (its batches then
-    /// meet its `on_fault`).
-    pub(crate) fn build_span_processors(
+    /// Builds the config's processors of `signal` (`[[traces.processors]]`,
+    /// `[[logs.processors]]`), before the signal's exporters: each gets one instance per batch
+    /// that may be exported at once through it (the `max_concurrent_exports` of each exporter
+    /// it applies to, at most [`MAX_CONCURRENT_EXPORTS`](crate::config::MAX_CONCURRENT_EXPORTS)).
+    /// A guest failing at setup disables the processor when its `on_setup_failure` says so
+    /// (its batches then meet its `on_fault`).
+    pub(crate) fn build_processors(
         &mut self,
+        signal: Signal,
         exporters: &[ExporterSpec],
     ) -> Result<Vec<Arc<ExporterStats>>, LensError> {
         let mut all_stats = Vec::new();
-        for spec in &self.config.traces.processors {
+        let defaults = self.config.batch_for(signal);
+        for spec in &self.config.signal(signal).processors {
             let name = spec.display_name();
             let stats = Arc::new(ExporterStats::new(&name));
             let lanes: usize = exporters
                 .iter()
                 .filter(|e| spec.applies_to(&e.display_name()))
-                .map(|e| e.batch_config(&self.config.batch).max_concurrent_exports)
+                .map(|e| e.batch_config(defaults).max_concurrent_exports)
                 .sum();
             let lanes = lanes.clamp(1, crate::config::MAX_CONCURRENT_EXPORTS);
-            let processor = match WasmProcessor::build(
-                &name,
-                spec,
-                lanes,
-                &self.host_inputs(),
-                stats.clone(),
-            ) {
+            let inputs = self.host_inputs();
+            let built = WasmProcessor::build(&name, spec, signal, lanes, &inputs, stats.clone());
+            let processor = match built {
                 Ok(p) => p,
                 Err(source) => {
                     let error = crate::wasm::setup_error(&name, spec.component(), source);
-                    let error = disable_or_fail(spec.component(), error, Signal::Traces, false)?;
-                    WasmProcessor::disabled(
-                        &name,
-                        spec.on_fault(),
-                        stats.clone(),
-                        error.to_string(),
-                    )
+                    let error = disable_or_fail(spec.component(), error, signal, false)?;
+                    let (why, on_fault) = (error.to_string(), spec.on_fault());
+                    WasmProcessor::disabled(&name, signal, on_fault, stats.clone(), why)
                 }
             };
             all_stats.push(stats);
-            self.span_processors
-                .push((spec.clone(), Arc::new(processor)));
+            self.processors
+                .push((signal, spec.clone(), Arc::new(processor)));
         }
         Ok(all_stats)
     }
 
-    /// The span processors that apply to the exporter called `name`, in the config's order.
-    fn span_processors_for(&self, name: &str) -> Vec<Arc<dyn ExportStage>> {
-        self.span_processors
+    /// The processors of `signal` that apply to the exporter called `name`, in the config's
+    /// order.
+    fn processors_for<T: 'static>(&self, signal: Signal, name: &str) -> Vec<Arc<dyn ExportStage<T>>>
+    where
+        WasmProcessor: ExportStage<T>,
+    {
+        self.processors
             .iter()
-            .filter(|(spec, _)| spec.applies_to(name))
-            .map(|(_, p)| p.clone() as Arc<dyn ExportStage>)
+            .filter(|(s, spec, _)| *s == signal && spec.applies_to(name))
+            .map(|(_, _, p)| p.clone() as Arc<dyn ExportStage<T>>)
             .collect()
     }
 
@@ -202,7 +205,7 @@ impl<'a> BuildContext<'a> {
         stats: &Arc<ExporterStats>,
     ) -> Result<Built<Box<dyn SpanProcessor>>, LensError> {
         let batch = spec.batch_config(&self.config.batch);
-        let edits = self.span_processors_for(name);
+        let edits = self.processors_for::<SpanData>(Signal::Traces, name);
         let processor = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings =
@@ -343,28 +346,38 @@ impl<'a> BuildContext<'a> {
         stats: &Arc<ExporterStats>,
     ) -> Result<Built<BatchLogProcessor>, LensError> {
         let batch = spec.batch_config(&self.config.log_batch);
+        let edits = self.processors_for::<Queued>(Signal::Logs, name);
         let mut wasm = None;
         let processor = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings = OtlpSettings::resolve(o, &self.config.otlp, Signal::Logs, self.env);
                 let exporter = OtlpLogExporter::build(name, &settings, &|| self.runtime())?
                     .with_stats(stats.clone());
-                BatchLogProcessor::new(exporter, batch, stats.clone())
+                BatchLogProcessor::with_processors(exporter, no_flush, edits, batch, stats.clone())
             }
-            ExporterSpec::Console(_) => BatchLogProcessor::new(
+            ExporterSpec::Console(_) => BatchLogProcessor::with_processors(
                 ConsoleLogExporter::new(self.console.clone())
                     .with_resource_order(self.resource_order.clone()),
+                no_flush,
+                edits,
                 batch,
                 stats.clone(),
             ),
-            ExporterSpec::None(_) => BatchLogProcessor::new(NoopLogExporter, batch, stats.clone()),
+            ExporterSpec::None(_) => BatchLogProcessor::with_processors(
+                NoopLogExporter,
+                no_flush,
+                edits,
+                batch,
+                stats.clone(),
+            ),
             ExporterSpec::Wasm(w) => {
                 match WasmLogExporter::build(name, w, &batch, &self.host_inputs(), stats.clone()) {
                     Ok(exporter) => {
                         wasm = Some(exporter.reloadable());
-                        BatchLogProcessor::with_flush(
+                        BatchLogProcessor::with_processors(
                             exporter,
                             WasmLogExporter::force_flush,
+                            edits,
                             batch,
                             stats.clone(),
                         )

@@ -228,6 +228,7 @@ impl TelemetryBuilder {
             fanout,
             log_fanout,
             log_stats,
+            log_processor_stats,
             metric_stats,
             running,
             signals,
@@ -249,6 +250,7 @@ impl TelemetryBuilder {
                 let source = super::handle::stats_source(
                     core.clone(),
                     log_stats.clone(),
+                    log_processor_stats.clone(),
                     metric_stats.clone(),
                 );
                 crate::trace::self_metrics::register(&meter_provider.meter("lens"), source)
@@ -300,6 +302,7 @@ impl TelemetryBuilder {
             meter_provider,
             logger_provider,
             log_stats,
+            log_processor_stats,
             metric_stats,
             fanout,
             log_fanout,

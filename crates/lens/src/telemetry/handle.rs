@@ -29,6 +29,8 @@ pub(super) struct HandleInner {
     pub(super) logger_provider: SdkLoggerProvider,
     /// One per log exporter, in configuration order (then those a reload added).
     pub(super) log_stats: StatsList,
+    /// The log processors' own statistics.
+    pub(super) log_processor_stats: StatsList,
     pub(super) metric_stats: Vec<Arc<ExporterStats>>,
     pub(super) fanout: Option<Arc<FanOutCore>>,
     pub(super) log_fanout: Option<Arc<LogFanOut>>,
@@ -158,6 +160,7 @@ impl TelemetryHandle {
         delivery_stats(
             self.inner.fanout.as_deref(),
             &self.inner.log_stats,
+            &self.inner.log_processor_stats,
             &self.inner.metric_stats,
         )
     }
@@ -249,10 +252,12 @@ impl TelemetryHandle {
 fn delivery_stats(
     fanout: Option<&FanOutCore>,
     logs: &StatsList,
+    log_processors: &StatsList,
     metrics: &[Arc<ExporterStats>],
 ) -> DeliveryStats {
     let mut stats = fanout.map(|f| f.stats()).unwrap_or_default();
     stats.log_exporters = logs.snapshots();
+    stats.log_processors = log_processors.snapshots();
     stats.metric_exporters = metrics.iter().map(|s| s.snapshot()).collect();
     stats
 }
@@ -261,9 +266,10 @@ fn delivery_stats(
 pub(super) fn stats_source(
     fanout: Arc<FanOutCore>,
     logs: StatsList,
+    log_processors: StatsList,
     metrics: Vec<Arc<ExporterStats>>,
 ) -> crate::trace::self_metrics::StatsSource {
-    Arc::new(move || delivery_stats(Some(&fanout), &logs, &metrics))
+    Arc::new(move || delivery_stats(Some(&fanout), &logs, &log_processors, &metrics))
 }
 
 fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensError> {

@@ -59,6 +59,8 @@ pub(super) struct Providers {
     pub(super) fanout: Option<Arc<FanOutCore>>,
     pub(super) log_fanout: Option<Arc<LogFanOut>>,
     pub(super) log_stats: StatsList,
+    /// The log processors' own statistics (`[[logs.processors]]`).
+    pub(super) log_processor_stats: StatsList,
     pub(super) metric_stats: Vec<Arc<ExporterStats>>,
     /// The entries built from the config, and the signals they are all of (what a reload
     /// changes).
@@ -82,6 +84,7 @@ pub(super) fn build(
             fanout: None,
             log_fanout: None,
             log_stats: StatsList::default(),
+            log_processor_stats: StatsList::default(),
             metric_stats: Vec::new(),
             running: Vec::new(),
             signals: Vec::new(),
@@ -107,8 +110,10 @@ pub(super) fn build(
         injected.metric_readers,
         &mut running,
     )?;
+    let log_processor_stats = StatsList::default();
     let (logger, log_fanout, log_stats) = logger_provider(
-        &ctx,
+        &mut ctx,
+        &log_processor_stats,
         config,
         who.resource,
         injected.log_exporters,
@@ -121,6 +126,7 @@ pub(super) fn build(
         fanout,
         log_fanout,
         log_stats,
+        log_processor_stats,
         metric_stats,
         running: running.entries,
         signals: running.signals,
@@ -152,7 +158,7 @@ fn tracer_provider(
     if span_exporters.is_empty() {
         running.signals.push(Signal::Traces);
         let exporters = config.trace_exporters();
-        for stats in ctx.build_span_processors(&exporters)? {
+        for stats in ctx.build_processors(Signal::Traces, &exporters)? {
             core.processor_stats().add(stats);
         }
         for spec in exporters {
@@ -223,7 +229,8 @@ fn meter_provider(
 /// The logger provider of an exporting rank with `logs_enabled`: one batch log processor per
 /// exporter (the injected ones, else the config's), each with its statistics.
 fn logger_provider(
-    ctx: &BuildContext<'_>,
+    ctx: &mut BuildContext<'_>,
+    processor_stats: &StatsList,
     config: &LensConfig,
     resource: &Resource,
     log_exporters: Vec<(String, LogFactory)>,
@@ -237,7 +244,11 @@ fn logger_provider(
     let fanout = Arc::new(LogFanOut::default());
     if log_exporters.is_empty() {
         running.signals.push(Signal::Logs);
-        for spec in config.log_exporters() {
+        let exporters = config.log_exporters();
+        for stats in ctx.build_processors(Signal::Logs, &exporters)? {
+            processor_stats.add(stats);
+        }
+        for spec in exporters {
             let name = spec.display_name();
             let stats = Arc::new(ExporterStats::new(&name));
             let built = ctx.log_processor(&spec, &name, &stats)?;

@@ -110,6 +110,7 @@ impl FanOutCore {
             log_exporters: Vec::new(),
             metric_exporters: Vec::new(),
             span_processors: self.processor_stats.snapshots(),
+            log_processors: Vec::new(),
         }
     }
 

@@ -13,12 +13,12 @@ pub(crate) mod self_metrics;
 mod tracer;
 
 pub use crate::batch::{
-    DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats, Processed,
-    ProcessorCounts,
+    DeliveryStats, DirectExport, DropReason, ExportStage, ExporterSnapshot, ExporterStats,
+    Processed, ProcessorCounts,
 };
 pub(crate) use fanout::{FanOutCore, FanOutSpanProcessor};
 pub use fanout::{TRUNCATED_ATTRIBUTE, TRUNCATED_REASON, TRUNCATED_REASON_KEY};
 pub use groups::{SpanGroups, is_span_group_enabled, set_enabled_span_groups};
-pub use processor::{BatchSpanProcessor, DisabledSpanProcessor, ExportStage};
+pub use processor::{BatchSpanProcessor, DisabledSpanProcessor};
 pub use sampler::{RankAwareSampler, sampler_from_env, sdk_disabled};
 pub use tracer::{LensSpan, LensTracer, LensTracerProvider};

@@ -10,48 +10,22 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
 use crate::batch::{
-    BatchExport, BatchQueue, DropReason, ExporterStats, Processed, ProcessorCounts,
+    BatchExport, BatchQueue, DropReason, ExportStage, ExporterStats, Processed, run_stages,
 };
 use crate::config::BatchConfig;
 use crate::signal::Signal;
 
-/// A stage each batch goes through on its way to an exporter, on the exporter's worker thread
-/// (the sandboxed span processors of `[[traces.processors]]`: `lens::wasm::WasmProcessor`).
-/// One stage may serve several exporters' batch processors at once.
-pub trait ExportStage: Send + Sync + 'static {
-    /// Its name, in statistics.
-    fn name(&self) -> &Arc<str>;
-    /// What goes on, and what it did; never fails (a fault is the stage's to count and
-    /// resolve).
-    fn process_spans(&self, spans: Vec<SpanData>) -> (Vec<SpanData>, ProcessorCounts);
-    /// One more batch processor uses it.
-    fn retain(&self);
-    /// A batch processor using it shut down (the last one shuts it down within `timeout`).
-    fn release(&self, timeout: Duration);
-    /// The provider's resource.
-    fn set_resource(&self, resource: &Resource);
-}
-
 /// A span exporter driven by the batch queue, after the stages that apply to it.
 struct Spans<E> {
     exporter: E,
-    processors: Vec<Arc<dyn ExportStage>>,
+    processors: Vec<Arc<dyn ExportStage<SpanData>>>,
 }
 
 impl<E: SpanExporter + 'static> BatchExport for Spans<E> {
     type Item = SpanData;
 
-    fn process(&self, mut batch: Vec<SpanData>) -> (Vec<SpanData>, Processed) {
-        let mut processed = Processed::default();
-        for p in &self.processors {
-            if batch.is_empty() {
-                break;
-            }
-            let counts;
-            (batch, counts) = p.process_spans(batch);
-            processed.by.push((p.name().clone(), counts));
-        }
-        (batch, processed)
+    fn process(&self, batch: Vec<SpanData>) -> (Vec<SpanData>, Processed) {
+        run_stages(&self.processors, batch)
     }
 
     fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
@@ -64,17 +38,15 @@ impl<E: SpanExporter + 'static> BatchExport for Spans<E> {
 
     fn shutdown_with_timeout(&mut self, timeout: Duration) -> OTelSdkResult {
         let result = self.exporter.shutdown_with_timeout(timeout);
-        for p in &self.processors {
-            p.release(timeout);
-        }
+        self.processors.iter().for_each(|p| p.release(timeout));
         result
     }
 
     fn set_resource(&mut self, resource: &Resource) {
         self.exporter.set_resource(resource);
-        for p in &self.processors {
-            p.set_resource(resource);
-        }
+        self.processors
+            .iter()
+            .for_each(|p| p.set_resource(resource));
     }
 }
 
@@ -98,7 +70,7 @@ impl BatchSpanProcessor {
     /// (what they drop is counted as `dropped_processor`, by processor).
     pub fn with_processors<E>(
         exporter: E,
-        processors: Vec<Arc<dyn ExportStage>>,
+        processors: Vec<Arc<dyn ExportStage<SpanData>>>,
         config: BatchConfig,
         stats: Arc<ExporterStats>,
     ) -> Self

@@ -39,10 +39,20 @@ pub enum EditError {
         index: u32,
     },
     /// A change of another signal.
-    #[error("its answer makes a `{change}` change, which does not apply to spans (item {index})")]
-    NotForSpans {
+    #[error("its answer makes a `{change}` change, which does not apply to {items} (item {index})")]
+    NotForSignal {
         /// The change, as the WIT names it.
         change: &'static str,
+        /// What the batch holds: `spans`, `log records`.
+        items: &'static str,
+        /// The item.
+        index: u32,
+    },
+    /// A new event name past the process's bound of distinct ones.
+    #[error(
+        "its answer renames item {index} to a new event name, past the {MAX_EVENT_NAMES} distinct names processors may set in a process"
+    )]
+    TooManyEventNames {
         /// The item.
         index: u32,
     },
@@ -66,8 +76,35 @@ pub enum EditError {
     },
 }
 
+/// Most distinct event names processors may give log records in one process: the SDK's
+/// records hold a `&'static str`, so each new name is kept for the life of the process.
+pub const MAX_EVENT_NAMES: usize = 1024;
+
 /// Checks `edits` against a batch of `items` spans.
 pub(crate) fn check(edits: &[ItemEdit], items: usize) -> Result<(), EditError> {
+    check_with(edits, items, |index, change| match change {
+        Change::SetBody(_) => Err(EditError::NotForSignal {
+            change: "set-body",
+            items: "spans",
+            index,
+        }),
+        Change::SetAttribute(kv) if matches!(kv.value, WitValue::Bytes(_)) => {
+            Err(EditError::Bytes {
+                key: kv.key.clone(),
+                index,
+            })
+        }
+        _ => Ok(()),
+    })
+}
+
+/// Checks the indices of `edits` against a batch of `items` items, the number of changes per
+/// item, and each change with `change`.
+pub(crate) fn check_with(
+    edits: &[ItemEdit],
+    items: usize,
+    change: impl Fn(u32, &Change) -> Result<(), EditError>,
+) -> Result<(), EditError> {
     if edits.is_empty() {
         return Ok(());
     }
@@ -89,22 +126,8 @@ pub(crate) fn check(edits: &[ItemEdit], items: usize) -> Result<(), EditError> {
                 count: changes.len(),
             });
         }
-        for change in changes {
-            match change {
-                Change::SetBody(_) => {
-                    return Err(EditError::NotForSpans {
-                        change: "set-body",
-                        index,
-                    });
-                }
-                Change::SetAttribute(kv) if matches!(kv.value, WitValue::Bytes(_)) => {
-                    return Err(EditError::Bytes {
-                        key: kv.key.clone(),
-                        index,
-                    });
-                }
-                _ => {}
-            }
+        for c in changes {
+            change(index, c)?;
         }
     }
     Ok(())
@@ -114,26 +137,35 @@ pub(crate) fn check(edits: &[ItemEdit], items: usize) -> Result<(), EditError> {
 /// refused (the spans then untouched).
 pub(crate) fn apply(spans: &mut Vec<SpanData>, edits: Vec<ItemEdit>) -> Result<u64, EditError> {
     check(&edits, spans.len())?;
+    Ok(apply_checked(spans, edits, change))
+}
+
+/// Applies checked `edits` to `items`, each item's changes with `change`: the items dropped.
+pub(crate) fn apply_checked<T>(
+    items: &mut Vec<T>,
+    edits: Vec<ItemEdit>,
+    change: impl Fn(&mut T, Change),
+) -> u64 {
     let mut dropped = Vec::new();
     for edit in edits {
-        let span = &mut spans[edit.index as usize];
+        let item = &mut items[edit.index as usize];
         match edit.action {
             Action::Drop => dropped.push(edit.index as usize),
-            Action::Edit(changes) => changes.into_iter().for_each(|c| change(span, c)),
+            Action::Edit(changes) => changes.into_iter().for_each(|c| change(item, c)),
         }
     }
     if dropped.is_empty() {
-        return Ok(0);
+        return 0;
     }
     dropped.sort_unstable();
     let mut next = dropped.iter().peekable();
     let mut i = 0;
-    spans.retain(|_| {
+    items.retain(|_| {
         let drop = next.next_if(|&&d| d == i).is_some();
         i += 1;
         !drop
     });
-    Ok(dropped.len() as u64)
+    dropped.len() as u64
 }
 
 /// Applies one change (checked) to `span`.

@@ -38,6 +38,7 @@ pub mod guest_output;
 pub(crate) mod instance;
 pub mod interface;
 pub mod load;
+pub(crate) mod log_edit;
 pub mod log_exporter;
 pub mod metric_exporter;
 pub mod processor;

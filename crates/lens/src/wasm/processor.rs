@@ -12,12 +12,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::logs::LogBatch;
 use opentelemetry_sdk::trace::SpanData;
 
-use super::edit;
+use super::edit::{self, EditError};
 use super::exporter::Lanes;
 use super::instance::Payload;
 use super::interface::{Role, Signal};
+use super::log_edit::{self, LogItem};
 use super::{GuestOutputCopy, HostInputs, setup_error, start_role_lanes};
 use crate::batch::{ExporterStats, ProcessorCounts};
 use crate::bindings::edit_types::ItemEdit;
@@ -25,6 +27,7 @@ use crate::config::env::ProcessEnv;
 use crate::config::{
     BatchConfig, DEFAULT_PROCESSOR_CALL_TIMEOUT_MS, OnFault, ProcessorSpec, WasmExporterSpec,
 };
+use crate::encoding::logs::encode_logs;
 use crate::error::{LensError, WasmSetupError};
 use crate::trace::ExportStage;
 
@@ -33,6 +36,8 @@ use crate::trace::ExportStage;
 /// run on that exporter's worker threads).
 pub struct WasmProcessor {
     name: Arc<str>,
+    /// What it processes.
+    signal: Signal,
     /// `None` when it was disabled at setup (`on_setup_failure = "disable"`).
     lanes: Option<Lanes>,
     on_fault: OnFault,
@@ -58,6 +63,7 @@ impl WasmProcessor {
     pub fn build(
         name: &str,
         spec: &ProcessorSpec,
+        signal: Signal,
         lanes: usize,
         inputs: &HostInputs<'_>,
         stats: Arc<ExporterStats>,
@@ -72,7 +78,7 @@ impl WasmProcessor {
         let lanes = start_role_lanes(
             name,
             &component,
-            (Signal::Traces, Role::Processor),
+            (signal, Role::Processor),
             lanes.max(1),
             &batch,
             inputs,
@@ -81,6 +87,7 @@ impl WasmProcessor {
         stats.record_component(lanes.sha256());
         Ok(Self {
             name: name.into(),
+            signal,
             lanes: Some(lanes),
             on_fault: spec.on_fault(),
             stats,
@@ -92,6 +99,7 @@ impl WasmProcessor {
     /// counted as a fault.
     pub(crate) fn disabled(
         name: &str,
+        signal: Signal,
         on_fault: OnFault,
         stats: Arc<ExporterStats>,
         reason: String,
@@ -99,6 +107,7 @@ impl WasmProcessor {
         stats.record_disabled(reason);
         Self {
             name: name.into(),
+            signal,
             lanes: None,
             on_fault,
             stats,
@@ -114,14 +123,16 @@ impl WasmProcessor {
         spec: &ProcessorSpec,
         resource: &Resource,
     ) -> Result<(Self, Arc<ExporterStats>), LensError> {
-        Self::from_config_with_output(name, spec, resource, GuestOutputCopy::None)
+        Self::from_config_with_output(name, spec, Signal::Traces, resource, GuestOutputCopy::None)
     }
 
-    /// [`from_config`](Self::from_config), with a copy of the guest's output sent to `output`
-    /// (`lens check` shows it per case).
+    /// [`from_config`](Self::from_config) for the processor of `signal` (`Signal::Logs`: a
+    /// `log-processor`), with a copy of the guest's output sent to `output` (`lens check` shows
+    /// it per case).
     pub fn from_config_with_output(
         name: &str,
         spec: &ProcessorSpec,
+        signal: Signal,
         resource: &Resource,
         output: GuestOutputCopy,
     ) -> Result<(Self, Arc<ExporterStats>), LensError> {
@@ -140,7 +151,7 @@ impl WasmProcessor {
             output,
         };
         let stats = Arc::new(ExporterStats::new(name));
-        let processor = Self::build(name, spec, 1, &inputs, stats.clone())
+        let processor = Self::build(name, spec, signal, 1, &inputs, stats.clone())
             .map_err(|source| setup_error(name, spec.component(), source))?;
         Ok((processor, stats))
     }
@@ -158,8 +169,7 @@ impl WasmProcessor {
     /// Runs the processor on `spans`: what goes on, and what it did. Never fails: a fault sends
     /// the batch on unprocessed or drops it, as `on_fault` says.
     pub fn process_spans(&self, spans: Vec<SpanData>) -> (Vec<SpanData>, ProcessorCounts) {
-        let items = spans.len() as u64;
-        if items == 0 {
+        if spans.is_empty() {
             return (spans, ProcessorCounts::default());
         }
         let (mut spans, answer) = match &self.lanes {
@@ -169,33 +179,69 @@ impl WasmProcessor {
                 (spans, answer.map_err(Some))
             }
         };
-        let applied = answer.and_then(|edits| {
-            edit::apply(&mut spans, edits).map_err(|e| {
-                self.stats.record_guest_error();
-                Some(format!("wasm processor `{}`: {e}", self.name))
-            })
-        });
+        let applied =
+            answer.and_then(|edits| edit::apply(&mut spans, edits).map_err(|e| self.refused(e)));
+        self.settle(spans, applied)
+    }
+
+    /// Runs the processor on `records` (log records with their scopes): what goes on, and
+    /// what it did, as [`process_spans`](Self::process_spans).
+    pub fn process_logs(&self, records: Vec<LogItem>) -> (Vec<LogItem>, ProcessorCounts) {
+        if records.is_empty() {
+            return (records, ProcessorCounts::default());
+        }
+        let mut records = records;
+        let answer = match &self.lanes {
+            None => Err(None),
+            Some(lanes) => lanes
+                .process(|preferences, resource| {
+                    let refs: Vec<_> = records.iter().map(|(r, s)| (r, s)).collect();
+                    let batch = LogBatch::new(&refs);
+                    Payload::Logs(encode_logs(&batch, resource, preferences.encoding))
+                })
+                .map_err(|e| Some(e.to_string())),
+        };
+        let applied = answer
+            .and_then(|edits| log_edit::apply(&mut records, edits).map_err(|e| self.refused(e)));
+        self.settle(records, applied)
+    }
+
+    /// An answer the host refused: a guest error, and why.
+    fn refused(&self, e: EditError) -> Option<String> {
+        self.stats.record_guest_error();
+        Some(format!("wasm processor `{}`: {e}", self.name))
+    }
+
+    /// The items after the processor: edited (`applied` holds the number dropped), or after
+    /// a fault (`Err`, with what to log) passed on or dropped as `on_fault` says; counted.
+    fn settle<T>(
+        &self,
+        mut items: Vec<T>,
+        applied: Result<u64, Option<String>>,
+    ) -> (Vec<T>, ProcessorCounts) {
+        let n = items.len() as u64 + applied.as_ref().map_or(0, |d| *d);
         let counts = match applied {
             Ok(dropped) => ProcessorCounts { dropped, faults: 0 },
             Err(why) => {
                 if let Some(why) = why {
-                    log::warn!("{why}; the batch of {items} spans is {}", self.fault_fate());
+                    log::warn!(
+                        "{why}; the batch of {n} {} is {}",
+                        self.signal.items(),
+                        self.fault_fate()
+                    );
                 }
-                if self.on_fault == OnFault::Drop {
-                    spans.clear();
+                let drop = self.on_fault == OnFault::Drop;
+                if drop {
+                    items.clear();
                 }
                 ProcessorCounts {
-                    dropped: if self.on_fault == OnFault::Drop {
-                        items
-                    } else {
-                        0
-                    },
-                    faults: items,
+                    dropped: if drop { n } else { 0 },
+                    faults: n,
                 }
             }
         };
-        self.stats.record_processor_batch(items, counts);
-        (spans, counts)
+        self.stats.record_processor_batch(n, counts);
+        (items, counts)
     }
 
     /// The guest's raw answer to `spans` (not checked, not applied), with the spans back:
@@ -238,13 +284,13 @@ impl WasmProcessor {
     }
 }
 
-impl ExportStage for WasmProcessor {
+impl ExportStage<SpanData> for WasmProcessor {
     fn name(&self) -> &Arc<str> {
         &self.name
     }
 
-    fn process_spans(&self, spans: Vec<SpanData>) -> (Vec<SpanData>, ProcessorCounts) {
-        WasmProcessor::process_spans(self, spans)
+    fn process(&self, spans: Vec<SpanData>) -> (Vec<SpanData>, ProcessorCounts) {
+        self.process_spans(spans)
     }
 
     fn retain(&self) {
@@ -262,6 +308,28 @@ impl ExportStage for WasmProcessor {
         if let Some(lanes) = &self.lanes {
             lanes.set_resource(resource);
         }
+    }
+}
+
+impl ExportStage<LogItem> for WasmProcessor {
+    fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    fn process(&self, records: Vec<LogItem>) -> (Vec<LogItem>, ProcessorCounts) {
+        self.process_logs(records)
+    }
+
+    fn retain(&self) {
+        <Self as ExportStage<SpanData>>::retain(self)
+    }
+
+    fn release(&self, timeout: Duration) {
+        <Self as ExportStage<SpanData>>::release(self, timeout)
+    }
+
+    fn set_resource(&self, resource: &Resource) {
+        <Self as ExportStage<SpanData>>::set_resource(self, resource)
     }
 }
 

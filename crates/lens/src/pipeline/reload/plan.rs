@@ -122,16 +122,14 @@ pub(super) fn plan(registry: &Registry, new: &LensConfig) -> Result<Vec<Planned>
             Step::Remove => "removed",
             Step::Keep | Step::Swap(_) => continue,
         };
-        if p.signal == Signal::Traces
-            && !new.traces.processors.is_empty()
-            && !matches!(p.step, Step::Remove)
-        {
+        if !new.signal(p.signal).processors.is_empty() && !matches!(p.step, Step::Remove) {
             // A rebuilt or added exporter would miss the processors (a redaction skipped).
+            let signal = p.signal;
             return Err(refuse(
                 &p.name,
                 format!(
-                    "a span entry cannot be {what} in a running installation with \
-                     [[traces.processors]]; restart the rank to apply it (a wasm entry can \
+                    "a [{signal}] entry cannot be {what} in a running installation with \
+                     [[{signal}.processors]]; restart the rank to apply it (a wasm entry can \
                      change its file and settings in place)"
                 ),
             ));

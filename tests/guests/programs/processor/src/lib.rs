@@ -1,5 +1,6 @@
-//! A span processor for tests (`lens:exporter@0.4.0`, world `span-processors`). `settings.mode`
-//! picks what it does:
+//! A processor for tests (`lens:exporter@0.4.0`, world `all-processors`: spans and log records;
+//! its metric processor edits nothing). `settings.mode` picks what it does, to spans and to log
+//! records alike (where a log record's "name" is its severity text, for `filter`):
 //! - `noop`: answers no edit (any `encoding`: `typed`, `otlp-protobuf`, `otlp-json`);
 //! - `redact`: removes the attributes named in `keys` (comma-separated) from every span holding
 //!   one, and sets `lens.redacted = true` on it;
@@ -8,14 +9,20 @@
 //!   an error status `odd`;
 //! - misbehaviours: `trap` (every `trap_every`-th call, default every call), `hang` (spins),
 //!   `error` (returns an error), `out-of-range`, `duplicate`, `set-body` (answers the host
-//!   refuses), `refuse-init`, `trap-init`.
+//!   refuses for spans), `set-status` (refused for log records), `refuse-init`, `trap-init`;
+//! - log records only: `rewrite` renames each record's event to `lens.event`, sets `index`,
+//!   and replaces the body of odd ones with `[redacted]`.
 
 use std::sync::Mutex;
 
-wit_bindgen::generate!({ path: "../../../../wit", world: "span-processors" });
+wit_bindgen::generate!({ path: "../../../../wit", world: "all-processors" });
 
+use exports::lens::exporter::log_processor::Guest as LogGuest;
+use exports::lens::exporter::metric_processor::Guest as MetricGuest;
 use exports::lens::exporter::span_processor::Guest;
 use lens::exporter::edit_types::{Action, Change, ItemEdit};
+use lens::exporter::log_types::LogBatch;
+use lens::exporter::metric_types::MetricBatch;
 use lens::exporter::types::{Batch, Encoding, KeyValue, Resource, Status, Value};
 
 #[derive(Default)]
@@ -73,36 +80,14 @@ impl Guest for Processor {
     }
 
     fn process(batch: Batch) -> Result<Vec<ItemEdit>, String> {
-        let mut state = STATE.lock().unwrap();
-        state.calls += 1;
+        let state = called();
         let spans: Vec<_> = match &batch {
             Batch::Typed(groups) => groups.iter().flat_map(|g| g.spans.iter()).collect(),
             _ => Vec::new(),
         };
-        let edit = |index: usize, changes: Vec<Change>| ItemEdit {
-            index: index as u32,
-            action: Action::Edit(changes),
-        };
         match state.mode.as_str() {
             "noop" => Ok(Vec::new()),
-            "redact" => Ok(spans
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.attributes.iter().any(|a| state.keys.contains(&a.key)))
-                .map(|(i, s)| {
-                    let mut changes: Vec<Change> = s
-                        .attributes
-                        .iter()
-                        .filter(|a| state.keys.contains(&a.key))
-                        .map(|a| Change::RemoveAttribute(a.key.clone()))
-                        .collect();
-                    changes.push(Change::SetAttribute(KeyValue {
-                        key: "lens.redacted".into(),
-                        value: Value::Bool(true),
-                    }));
-                    edit(i, changes)
-                })
-                .collect()),
+            "redact" => Ok(redact(spans.iter().map(|s| &s.attributes[..]), &state.keys)),
             "filter" => Ok(spans
                 .iter()
                 .enumerate()
@@ -129,22 +114,147 @@ impl Guest for Processor {
                     edit(i, changes)
                 })
                 .collect()),
-            "trap" if state.calls.is_multiple_of(state.trap_every) => {
-                drop(state);
-                panic!("processor traps on call")
+            other => {
+                let other = other.to_string();
+                let n = spans.len();
+                misbehave(state, n).unwrap_or_else(|| Err(format!("unknown mode {other}")))
             }
-            "trap" => Ok(Vec::new()),
-            "hang" => {
-                drop(state);
-                #[allow(clippy::empty_loop)]
-                loop {}
-            }
-            "error" => Err("the processor cannot process this batch".into()),
-            "out-of-range" => Ok(vec![edit(spans.len(), vec![])]),
-            "duplicate" => Ok(vec![edit(0, vec![]), edit(0, vec![])]),
-            "set-body" => Ok(vec![edit(0, vec![Change::SetBody("x".into())])]),
-            other => Err(format!("unknown mode {other}")),
         }
+    }
+
+    fn shutdown() -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// The state, one more call counted.
+fn called() -> std::sync::MutexGuard<'static, State> {
+    let mut state = STATE.lock().unwrap();
+    state.calls += 1;
+    state
+}
+
+/// Item `index` with `changes`.
+fn edit(index: usize, changes: Vec<Change>) -> ItemEdit {
+    ItemEdit {
+        index: index as u32,
+        action: Action::Edit(changes),
+    }
+}
+
+/// `mode = "redact"`, for either signal: each item holding one of `keys` loses it and gets
+/// `lens.redacted = true`.
+fn redact<'a>(items: impl Iterator<Item = &'a [KeyValue]>, keys: &[String]) -> Vec<ItemEdit> {
+    items
+        .enumerate()
+        .filter(|(_, attributes)| attributes.iter().any(|a| keys.contains(&a.key)))
+        .map(|(i, attributes)| {
+            let mut changes: Vec<Change> = attributes
+                .iter()
+                .filter(|a| keys.contains(&a.key))
+                .map(|a| Change::RemoveAttribute(a.key.clone()))
+                .collect();
+            changes.push(Change::SetAttribute(KeyValue {
+                key: "lens.redacted".into(),
+                value: Value::Bool(true),
+            }));
+            ItemEdit {
+                index: i as u32,
+                action: Action::Edit(changes),
+            }
+        })
+        .collect()
+}
+
+/// What the misbehaviours answer, for either signal (`None`: the mode is not one).
+fn misbehave(
+    state: std::sync::MutexGuard<'_, State>,
+    items: usize,
+) -> Option<Result<Vec<ItemEdit>, String>> {
+    Some(match state.mode.as_str() {
+        "trap" if state.calls.is_multiple_of(state.trap_every) => {
+            drop(state);
+            panic!("processor traps on call")
+        }
+        "trap" => Ok(Vec::new()),
+        "hang" => {
+            drop(state);
+            #[allow(clippy::empty_loop)]
+            loop {}
+        }
+        "error" => Err("the processor cannot process this batch".into()),
+        "out-of-range" => Ok(vec![edit(items, vec![])]),
+        "duplicate" => Ok(vec![edit(0, vec![]), edit(0, vec![])]),
+        "set-body" => Ok(vec![edit(0, vec![Change::SetBody("x".into())])]),
+        "set-status" => Ok(vec![edit(0, vec![Change::SetStatus(Status::Ok)])]),
+        _ => return None,
+    })
+}
+
+impl LogGuest for Processor {
+    fn init(settings: Vec<(String, String)>, resource: Resource) -> Result<Encoding, String> {
+        <Processor as Guest>::init(settings, resource)
+    }
+
+    fn process(batch: LogBatch) -> Result<Vec<ItemEdit>, String> {
+        let state = called();
+        let records: Vec<_> = match &batch {
+            LogBatch::Typed(groups) => groups.iter().flat_map(|g| g.records.iter()).collect(),
+            _ => Vec::new(),
+        };
+        match state.mode.as_str() {
+            "noop" => Ok(Vec::new()),
+            "redact" => Ok(redact(
+                records.iter().map(|r| &r.attributes[..]),
+                &state.keys,
+            )),
+            "filter" => Ok(records
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| {
+                    r.severity_text
+                        .as_ref()
+                        .is_some_and(|t| state.names.contains(t))
+                })
+                .map(|(i, _)| ItemEdit {
+                    index: i as u32,
+                    action: Action::Drop,
+                })
+                .collect()),
+            "rewrite" => Ok((0..records.len())
+                .map(|i| {
+                    let mut changes = vec![
+                        Change::Rename("lens.event".into()),
+                        Change::SetAttribute(KeyValue {
+                            key: "index".into(),
+                            value: Value::S64(i as i64),
+                        }),
+                    ];
+                    if i % 2 == 1 {
+                        changes.push(Change::SetBody("[redacted]".into()));
+                    }
+                    edit(i, changes)
+                })
+                .collect()),
+            _ => {
+                let n = records.len();
+                misbehave(state, n).unwrap_or_else(|| Err("unknown mode".into()))
+            }
+        }
+    }
+
+    fn shutdown() -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl MetricGuest for Processor {
+    fn init(_settings: Vec<(String, String)>, _resource: Resource) -> Result<Encoding, String> {
+        Ok(Encoding::Typed)
+    }
+
+    fn process(_batch: MetricBatch) -> Result<Vec<ItemEdit>, String> {
+        Ok(Vec::new())
     }
 
     fn shutdown() -> Result<(), String> {
