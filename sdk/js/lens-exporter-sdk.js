@@ -376,9 +376,14 @@ export class Edits {
     this.#change(index, { tag: "remove-attribute", val: key });
   }
 
-  /** Renames span `index`. */
+  /** Renames span `index` (a log record: sets its event name). */
   rename(index, name) {
     this.#change(index, { tag: "rename", val: name });
+  }
+
+  /** Replaces the body of log record `index` with the string `text` (log processors). */
+  setBody(index, text) {
+    this.#change(index, { tag: "set-body", val: String(text) });
   }
 
   /** Sets the status of span `index` (`SpanStatusCode`, and a message for ERROR). */
@@ -430,7 +435,24 @@ export class Edits {
  * export const spanProcessor = processSpans(() => new Quiet());
  * ```
  */
-export function processSpans(factory) {
+export const processSpans = (factory) => processor(factory, spans);
+
+/** The `logProcessor` export (world `log-processors`): as `processSpans`, the processor's
+ * `process(records, edits)` getting the batch's `ReadableLogRecord`s; `edits.rename(i, name)`
+ * sets a record's event name, `edits.setBody(i, text)` its body:
+ *
+ * ```js
+ * export const logProcessor = processLogs(() => ({
+ *   process(records, edits) {
+ *     records.forEach((r, i) => { if (r.severityText === "DEBUG") edits.drop(i); });
+ *   },
+ * }));
+ * ```
+ */
+export const processLogs = (factory) => processor(factory, logRecords);
+
+// One processor interface's functions around the user's processor; `convert` reads a batch.
+function processor(factory, convert) {
   let processor = null;
   let state = "new";
   return {
@@ -448,7 +470,7 @@ export function processSpans(factory) {
       if (batch.tag !== "otlp-json") throw "the JavaScript SDK reads OTLP/JSON batches";
       const edits = new Edits();
       try {
-        processor.process(spans(JSON.parse(batch.val)), edits);
+        processor.process(convert(JSON.parse(batch.val)), edits);
         return edits.toWit();
       } catch (e) {
         throw `process threw ${message(e)}`;

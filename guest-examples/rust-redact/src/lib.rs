@@ -1,8 +1,9 @@
-//! A span processor that strips prompts and completions from `gen_ai` spans before they leave
-//! the node: every attribute named in `keys` (default: the OpenTelemetry GenAI attributes that
-//! carry user content) is removed, or with `mask = "true"` replaced by `[REDACTED]`, and the
-//! span gets `lens.redacted = true`. Spans without such an attribute are not named in the
-//! answer, so they cross nothing back.
+//! A span and log processor that strips prompts and completions (and any attribute named in
+//! `keys`) before spans and log records leave the node: every attribute named in `keys`
+//! (default: the OpenTelemetry GenAI attributes that carry user content) is removed, or with
+//! `mask = "true"` replaced by `[REDACTED]`, and the item gets `lens.redacted = true`. Items
+//! without such an attribute are not named in the answer, so they cross nothing back. The same
+//! component serves `[[traces.processors]]` and `[[logs.processors]]`.
 //!
 //! ```toml
 //! [[traces.processors]]
@@ -12,7 +13,7 @@
 //! settings = { keys = "gen_ai.prompt,gen_ai.completion", mask = "false" }
 //! ```
 
-use lens_exporter_sdk::{Config, Edits, SpanBatch, SpanProcessor};
+use lens_exporter_sdk::{Config, Edits, LogBatch, LogProcessor, SpanBatch, SpanProcessor};
 
 /// The GenAI attributes holding what users and models said.
 const DEFAULT_KEYS: &str = "gen_ai.prompt,gen_ai.completion,gen_ai.input.messages,\
@@ -49,23 +50,43 @@ impl SpanProcessor for Redact {
 
     fn process(&mut self, batch: SpanBatch<'_>, edits: &mut Edits) -> Result<(), String> {
         for (i, span) in batch.spans().enumerate() {
-            let mut redacted = false;
-            for (key, _) in span.attributes() {
-                if self.keys.iter().any(|k| k == key) {
-                    if self.mask {
-                        edits.set_attribute(i, key, "[REDACTED]");
-                    } else {
-                        edits.remove_attribute(i, key);
-                    }
-                    redacted = true;
-                }
-            }
-            if redacted {
-                edits.set_attribute(i, "lens.redacted", true);
-            }
+            self.redact(i, span.attributes().map(|(key, _)| key), edits);
         }
         Ok(())
     }
 }
 
-lens_exporter_sdk::export!(span_processor: Redact);
+impl LogProcessor for Redact {
+    fn new(config: Config) -> Result<Self, String> {
+        <Redact as SpanProcessor>::new(config)
+    }
+
+    fn process(&mut self, batch: LogBatch<'_>, edits: &mut Edits) -> Result<(), String> {
+        for (i, record) in batch.records().enumerate() {
+            self.redact(i, record.attributes.iter().map(|kv| kv.key.as_str()), edits);
+        }
+        Ok(())
+    }
+}
+
+impl Redact {
+    /// The edits of item `i`, whose attributes have `keys`.
+    fn redact<'a>(&self, i: usize, keys: impl Iterator<Item = &'a str>, edits: &mut Edits) {
+        let mut redacted = false;
+        for key in keys {
+            if self.keys.iter().any(|k| k == key) {
+                if self.mask {
+                    edits.set_attribute(i, key, "[REDACTED]");
+                } else {
+                    edits.remove_attribute(i, key);
+                }
+                redacted = true;
+            }
+        }
+        if redacted {
+            edits.set_attribute(i, "lens.redacted", true);
+        }
+    }
+}
+
+lens_exporter_sdk::export!(span_processor: Redact, log_processor: Redact);

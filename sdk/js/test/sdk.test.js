@@ -270,3 +270,26 @@ test("a processor gets the batch's spans in order and answers its edits; a throw
   assert.ok(closed);
   assert.throws(() => component.process({ tag: "otlp-json", val: "{}" }), (e) => e === "the processor is shut down");
 });
+
+test("a log processor gets the batch's records and answers its edits", async () => {
+  const { processLogs } = await import("../lens-exporter-sdk.js");
+  const component = processLogs(() => ({
+    process(records, edits) {
+      records.forEach((r, i) => {
+        if (r.severityText === "DEBUG") edits.drop(i);
+        else edits.setBody(i, "[redacted]");
+      });
+    },
+  }));
+  assert.equal(component.init([], resource), "otlp-json");
+  const request = {
+    resourceLogs: [{ scopeLogs: [{ scope: { name: "t" }, logRecords: [
+      { severityText: "DEBUG", body: { stringValue: "a" } },
+      { severityText: "INFO", body: { stringValue: "b" } },
+    ] }] }],
+  };
+  assert.deepEqual(component.process({ tag: "otlp-json", val: JSON.stringify(request) }), [
+    { index: 0, action: { tag: "drop" } },
+    { index: 1, action: { tag: "edit", val: [{ tag: "set-body", val: "[redacted]" }] } },
+  ]);
+});

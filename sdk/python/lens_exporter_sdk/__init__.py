@@ -51,6 +51,7 @@ __all__ = [
     "Settings",
     "log_exporter",
     "metric_exporter",
+    "log_processor",
     "span_exporter",
     "span_processor",
 ]
@@ -282,6 +283,52 @@ def log_exporter(factory):
     return LogExporter
 
 
+def _processor_class(base, factory, expected, convert, what):
+    """The component class of a processor interface (`base`) around processors `factory`
+    builds: `process(items, edits)` gets the batch (`expected`, OTLP/JSON) as `convert` reads
+    it."""
+    from wit_world.imports import types
+
+    class Processor(_Adapter, base):
+        def init(self, settings, resource):
+            self._start(factory, settings, resource)
+            return types.Encoding.OTLP_JSON
+
+        def process(self, batch):
+            if self.state != "live":
+                raise Err(
+                    "the processor is shut down"
+                    if self.state == "shut"
+                    else "the processor was not initialized"
+                )
+            if not isinstance(batch, expected):
+                raise Err("the Python SDK reads OTLP/JSON batches")
+            edits = Edits()
+            try:
+                self.exporter.process(convert(json.loads(batch.value)), edits)
+                return edits.to_wit()
+            except Exception as e:
+                raise Err(f"process raised {_why(e)}") from e
+
+        def shutdown(self):
+            if self.state != "live":
+                raise Err(
+                    "already shut down"
+                    if self.state == "shut"
+                    else "the processor was not initialized"
+                )
+            type(self).state = "shut"
+            close = getattr(self.exporter, "shutdown", None)
+            try:
+                if close is not None:
+                    close()
+            except Exception as e:
+                raise Err(f"shutdown raised {_why(e)}") from e
+
+    Processor.__name__ = Processor.__qualname__ = what
+    return Processor
+
+
 def span_processor(factory):
     """The `SpanProcessor` component class for processors `factory(settings)` builds: bind it
     to the name `SpanProcessor` in the app module (world `span-processors`). The processor's
@@ -302,40 +349,28 @@ def span_processor(factory):
     from wit_world import exports
     from wit_world.imports import types
 
-    class SpanProcessor(_Adapter, exports.SpanProcessor):
-        def init(self, settings, resource):
-            self._start(factory, settings, resource)
-            return types.Encoding.OTLP_JSON
+    return _processor_class(
+        exports.SpanProcessor, factory, types.Batch_OtlpJson, _otlp.spans, "SpanProcessor"
+    )
 
-        def process(self, batch):
-            if self.state != "live":
-                raise Err(
-                    "the processor is shut down"
-                    if self.state == "shut"
-                    else "the processor was not initialized"
-                )
-            if not isinstance(batch, types.Batch_OtlpJson):
-                raise Err("the Python SDK reads OTLP/JSON batches")
-            edits = Edits()
-            try:
-                self.exporter.process(_otlp.spans(json.loads(batch.value)), edits)
-                return edits.to_wit()
-            except Exception as e:
-                raise Err(f"process raised {_why(e)}") from e
 
-        def shutdown(self):
-            if self.state != "live":
-                raise Err(
-                    "already shut down"
-                    if self.state == "shut"
-                    else "the processor was not initialized"
-                )
-            type(self).state = "shut"
-            close = getattr(self.exporter, "shutdown", None)
-            try:
-                if close is not None:
-                    close()
-            except Exception as e:
-                raise Err(f"shutdown raised {_why(e)}") from e
+def log_processor(factory):
+    """The `LogProcessor` component class (world `log-processors`): as `span_processor`, the
+    processor's `process(records, edits)` receiving the batch's `ReadableLogRecord`s;
+    `edits.rename(i, name)` sets a record's event name, `edits.set_body(i, text)` its body::
 
-    return SpanProcessor
+        class QuietLogs:
+            def process(self, records, edits):
+                for i, r in enumerate(records):
+                    if r.log_record.severity_text == "DEBUG":
+                        edits.drop(i)
+
+
+        LogProcessor = lens_exporter_sdk.log_processor(lambda settings: QuietLogs())
+    """
+    from wit_world import exports
+    from wit_world.imports import log_types
+
+    return _processor_class(
+        exports.LogProcessor, factory, log_types.LogBatch_OtlpJson, _otlp.logs, "LogProcessor"
+    )

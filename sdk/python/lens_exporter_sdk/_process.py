@@ -29,11 +29,16 @@ class Edits:
         self._change(index, ("remove-attribute", key))
 
     def rename(self, index, name):
-        """Renames span `index`."""
+        """Renames span `index` (a log record: sets its event name)."""
         self._change(index, ("rename", name))
 
+    def set_body(self, index, text):
+        """Replaces the body of log record `index` with the string `text` (log processors)."""
+        self._change(index, ("set-body", text))
+
     def set_status(self, index, code, description=""):
-        """Sets the status of span `index`: `code` is "unset", "ok" or "error"."""
+        """Sets the status of span `index` (span processors): `code` is "unset", "ok" or
+        "error"."""
         if code not in ("unset", "ok", "error"):
             raise ValueError(f"status {code!r}: expected 'unset', 'ok' or 'error'")
         self._change(index, ("set-status", code, description))
@@ -77,6 +82,8 @@ def _change(change):
         return edit_types.Change_RemoveAttribute(change[1])
     if kind == "rename":
         return edit_types.Change_Rename(change[1])
+    if kind == "set-body":
+        return edit_types.Change_SetBody(change[1])
     code, description = change[1], change[2]
     status = {
         "unset": types.Status_Unset,

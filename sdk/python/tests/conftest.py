@@ -57,6 +57,7 @@ _cases(
     "Change_RemoveAttribute",
     "Change_Rename",
     "Change_SetStatus",
+    "Change_SetBody",
     "Action_Edit",
 )
 edit_types.Action_Drop = lambda: "drop"
@@ -72,7 +73,7 @@ imports.types, imports.metric_types, imports.log_types = wit_types, metric_types
 imports.edit_types = edit_types
 exports = types.ModuleType("wit_world.exports")
 exports.SpanExporter = exports.MetricExporter = exports.LogExporter = object
-exports.SpanProcessor = object
+exports.SpanProcessor = exports.LogProcessor = object
 world = types.ModuleType("wit_world")
 world.imports, world.exports = imports, exports
 sys.modules.update(

@@ -129,3 +129,30 @@ def test_a_factory_failing_refuses_init():
     cls = sdk.span_processor(lambda settings: settings["missing"])
     with pytest.raises(sdk.Err, match="factory failed: KeyError"):
         cls().init([], Resource())
+
+
+def test_a_log_processor_gets_the_batch_s_records_and_answers_its_edits():
+    from wit_world.imports import log_types
+
+    class Quiet:
+        def process(self, records, edits):
+            for i, r in enumerate(records):
+                if r.log_record.severity_text == "DEBUG":
+                    edits.drop(i)
+                else:
+                    edits.set_body(i, "[redacted]")
+                    edits.rename(i, "lens.event")
+
+    records = [
+        {"severityText": text, "body": {"stringValue": f"record {i}"}}
+        for i, text in enumerate(["DEBUG", "INFO"])
+    ]
+    request = {"resourceLogs": [{"scopeLogs": [{"scope": {"name": "t"}, "logRecords": records}]}]}
+    cls = sdk.log_processor(lambda settings: Quiet())
+    component = cls()
+    assert component.init([], Resource()) == "otlp-json"
+    answer = component.process(log_types.LogBatch_OtlpJson(json.dumps(request)))
+    changes = [edit_types.Change_SetBody("[redacted]"), edit_types.Change_Rename("lens.event")]
+    assert answer == [(0, "drop"), (1, edit_types.Action_Edit(changes))]
+    with pytest.raises(sdk.Err, match="reads OTLP/JSON"):
+        component.process(types.Batch_OtlpJson("{}"))

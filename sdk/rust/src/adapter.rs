@@ -16,7 +16,7 @@ use crate::bindings::spans::lens::exporter::types::{
 use crate::export::{Config, ExportError};
 use crate::logs::{LogBatch, LogExporter};
 use crate::metrics::{MetricBatch, MetricExporter};
-use crate::process::{Edits, SpanProcessor};
+use crate::process::{Edits, LogProcessor, SpanProcessor};
 use crate::trace::{SpanBatch, SpanExporter};
 use crate::wire;
 
@@ -161,33 +161,66 @@ pub fn span_processor_init<T: SpanProcessor>(
     settings: Vec<(String, String)>,
     resource: Resource,
 ) -> Result<WitEncoding, String> {
-    init(slot, T::new(Config::new(settings, resource)), |p| {
-        p.encoding().wit()
-    })
+    processor_init(slot, T::new(Config::new(settings, resource)), T::encoding)
 }
 
-/// `span-processor.process`: the processor's edits, or its error (a batch the views could not
-/// read is an error too: the host then applies the entry's `on_fault`).
-pub fn span_process<T: SpanProcessor>(slot: Key<T>, batch: Batch) -> Result<Vec<ItemEdit>, String> {
+/// A processor's `init`: `processor` into its slot, answering the encoding it asks for.
+fn processor_init<T>(
+    slot: Key<T>,
+    processor: Result<T, String>,
+    encoding: fn(&T) -> crate::export::Encoding,
+) -> Result<WitEncoding, String> {
+    init(slot, processor, |p| encoding(p).wit())
+}
+
+/// A processor's `process`: `run` gives the live processor the batch and the edits to fill;
+/// its error, or an OTLP batch the views could not read, is the call's error (the host then
+/// applies the entry's `on_fault`).
+fn process_with<T>(
+    slot: Key<T>,
+    run: impl FnOnce(&mut T, &mut Edits) -> Result<(), String>,
+) -> Result<Vec<ItemEdit>, String> {
     wire::reset_malformed();
     let mut edits = Edits::new();
-    with_live(
-        slot,
-        |why| Err(why.to_string()),
-        |processor| match &batch {
-            Batch::Typed(groups) => processor.process(SpanBatch::from_typed(groups), &mut edits),
-            Batch::OtlpProtobuf(bytes) => {
-                processor.process(SpanBatch::from_otlp_protobuf(bytes), &mut edits)
-            }
-            Batch::OtlpJson(_) => {
-                Err("the Rust SDK reads typed or OTLP protobuf batches, not OTLP/JSON".into())
-            }
-        },
-    )?;
+    with_live(slot, |why| Err(why.to_string()), |p| run(p, &mut edits))?;
     if wire::malformed() {
         return Err("the batch's OTLP protobuf bytes are malformed".into());
     }
     Ok(edits.into_wit())
+}
+
+const NOT_OTLP_JSON: &str = "the Rust SDK reads typed or OTLP protobuf batches, not OTLP/JSON";
+
+/// `span-processor.process`.
+pub fn span_process<T: SpanProcessor>(slot: Key<T>, batch: Batch) -> Result<Vec<ItemEdit>, String> {
+    process_with(slot, |processor, edits| match &batch {
+        Batch::Typed(groups) => processor.process(SpanBatch::from_typed(groups), edits),
+        Batch::OtlpProtobuf(bytes) => {
+            processor.process(SpanBatch::from_otlp_protobuf(bytes), edits)
+        }
+        Batch::OtlpJson(_) => Err(NOT_OTLP_JSON.into()),
+    })
+}
+
+/// `log-processor.init`.
+pub fn log_processor_init<T: LogProcessor>(
+    slot: Key<T>,
+    settings: Vec<(String, String)>,
+    resource: Resource,
+) -> Result<WitEncoding, String> {
+    processor_init(slot, T::new(Config::new(settings, resource)), T::encoding)
+}
+
+/// `log-processor.process`.
+pub fn log_process<T: LogProcessor>(
+    slot: Key<T>,
+    batch: WitLogBatch,
+) -> Result<Vec<ItemEdit>, String> {
+    process_with(slot, |processor, edits| match &batch {
+        WitLogBatch::Typed(scopes) => processor.process(LogBatch::Scopes(scopes), edits),
+        WitLogBatch::OtlpProtobuf(bytes) => processor.process(LogBatch::OtlpProtobuf(bytes), edits),
+        WitLogBatch::OtlpJson(_) => Err(NOT_OTLP_JSON.into()),
+    })
 }
 
 /// `force-flush`, for any signal.

@@ -44,6 +44,22 @@ pub mod processors {
     });
 }
 
+/// World `log-processors`: `log-processor` (its `log-types` and `edit-types` shared).
+pub mod log_processors {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "log-processors",
+        pub_export_macro: true,
+        export_macro_name: "__export_log_processors",
+        default_bindings_module: "$crate::bindings::log_processors",
+        with: {
+            "lens:exporter/types@0.4.0": crate::bindings::spans::lens::exporter::types,
+            "lens:exporter/log-types@0.4.0": crate::bindings::logs::lens::exporter::log_types,
+            "lens:exporter/edit-types@0.4.0": crate::bindings::processors::lens::exporter::edit_types,
+        },
+    });
+}
+
 /// World `logs`: `log-exporter` and `log-types`.
 pub mod logs {
     wit_bindgen::generate!({

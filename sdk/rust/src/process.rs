@@ -38,6 +38,7 @@ use std::collections::BTreeMap;
 use crate::bindings::processors::lens::exporter::edit_types::{Action, Change, ItemEdit};
 use crate::bindings::spans::lens::exporter::types;
 use crate::export::{Config, Encoding};
+use crate::logs::LogBatch;
 use crate::trace::SpanBatch;
 
 /// A span processor: one value per instance, built by [`SpanProcessor::new`] when the host
@@ -54,6 +55,27 @@ pub trait SpanProcessor: Sized + 'static {
 
     /// Decides the batch: records in `edits` what happens to the spans that change.
     fn process(&mut self, batch: SpanBatch<'_>, edits: &mut Edits) -> Result<(), String>;
+
+    /// Releases everything. The processor is dropped afterwards.
+    fn shutdown(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A log processor: as [`SpanProcessor`], over a batch of log records (index: the record's
+/// position in [`LogBatch::records`]).
+pub trait LogProcessor: Sized + 'static {
+    /// Builds the processor from its config entry's settings and the rank's resource.
+    fn new(config: Config) -> Result<Self, String>;
+
+    /// The encoding to receive batches in (typed records by default; the records are read
+    /// from typed batches).
+    fn encoding(&self) -> Encoding {
+        Encoding::Typed
+    }
+
+    /// Decides the batch: records in `edits` what happens to the records that change.
+    fn process(&mut self, batch: LogBatch<'_>, edits: &mut Edits) -> Result<(), String>;
 
     /// Releases everything. The processor is dropped afterwards.
     fn shutdown(&mut self) -> Result<(), String> {
@@ -85,7 +107,7 @@ impl Edits {
         Self::default()
     }
 
-    /// Drops span `index`: no exporter after this processor sees it.
+    /// Drops item `index`: no exporter after this processor sees it.
     pub fn drop(&mut self, index: usize) {
         self.items.insert(index as u32, Action::Drop);
     }
@@ -112,12 +134,18 @@ impl Edits {
         self.change(index, Change::RemoveAttribute(key.into()));
     }
 
-    /// Renames span `index`.
+    /// Renames span `index` (for a log record: sets its event name).
     pub fn rename(&mut self, index: usize, name: impl Into<String>) {
         self.change(index, Change::Rename(name.into()));
     }
 
-    /// Sets the status of span `index`.
+    /// Replaces the body of log record `index` with `text` (log processors only), e.g.
+    /// `[redacted]`.
+    pub fn set_body(&mut self, index: usize, text: impl Into<String>) {
+        self.change(index, Change::SetBody(text.into()));
+    }
+
+    /// Sets the status of span `index` (span processors only).
     pub fn set_status(&mut self, index: usize, status: NewStatus) {
         let status = match status {
             NewStatus::Unset => types::Status::Unset,

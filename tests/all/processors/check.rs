@@ -1,5 +1,6 @@
-//! `lens check` on a span processor: its suite passes for processors that answer well (edits
-//! found on the spans as stated) and names the case and the reason for those that do not.
+//! `lens check` on a processor of spans and log records: each suite passes for processors that
+//! answer well (edits found on the items as stated) and names the case and the reason for those
+//! that do not.
 
 use lens_test_guests::PROCESSOR;
 
@@ -26,6 +27,9 @@ fn well_behaved_processors_pass_their_suite() {
             "ok    empty batch: no edit",
             "ok    events, links and status",
             "ok    10k spans in batches of 512",
+            "lens:exporter/log-processor@0.4.0 (logs)",
+            "ok    every body type",
+            "ok    10k records in batches of 512",
         ] {
             assert!(
                 stdout.contains(case),
@@ -55,6 +59,11 @@ fn a_misbehaving_processor_fails_the_case_it_breaks_naming_why() {
             "the processor cannot process this batch",
         ),
         ("trap", "FAIL  one span", "processor traps on call"),
+        (
+            "set-status",
+            "FAIL  every body type",
+            "does not apply to log records",
+        ),
     ];
     for (mode, case, why) in cases {
         let (passed, stdout) = check(mode);

@@ -56,30 +56,56 @@ fn attributes(r: &SdkLogRecord) -> Vec<(Key, AnyValue)> {
     r.attributes_iter().cloned().collect()
 }
 
-#[test]
-fn redaction_and_a_severity_filter_match_native_references() {
-    let batch = records(12);
-    let (out, counts) =
-        build("redact", &[("keys", "user.email")], OnFault::Drop).process_logs(batch.clone());
-    assert_eq!((counts.dropped, counts.faults), (0, 0));
-    assert_eq!(out.len(), 12);
-    for ((r, scope), (original, original_scope)) in out.iter().zip(&batch) {
+/// Checks `out` against the native reference of a redaction of `key`: the attribute removed
+/// from each record holding it, which gets `lens.redacted = true`; every other field its own.
+fn assert_redacted(out: &LogRecords, batch: &LogRecords, key: &str) {
+    assert_eq!(out.len(), batch.len());
+    for ((r, scope), (original, original_scope)) in out.iter().zip(batch) {
         assert_eq!(scope, original_scope);
         let mut expected: Vec<(Key, AnyValue)> = attributes(original)
             .into_iter()
-            .filter(|(k, _)| k.as_str() != "user.email")
+            .filter(|(k, _)| k.as_str() != key)
             .collect();
         if expected.len() != attributes(original).len() {
             expected.push((Key::from("lens.redacted"), AnyValue::Boolean(true)));
         }
         assert_eq!(attributes(r), expected);
-        // Every other field is the record's own.
         assert_eq!(r.body(), original.body());
         assert_eq!(r.severity_text(), original.severity_text());
         assert_eq!(r.severity_number(), original.severity_number());
         assert_eq!(r.timestamp(), original.timestamp());
         assert_eq!(r.observed_timestamp(), original.observed_timestamp());
     }
+}
+
+#[test]
+fn the_example_redaction_processor_serves_log_records_too() {
+    let spec = lens::config::ProcessorSpec::Wasm(lens::config::WasmProcessorSpec {
+        component: lens::config::WasmExporterSpec {
+            path: lens_test_support::dist("rust-redact.wasm"),
+            settings: [("keys".to_string(), "user.email".to_string())].into(),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let resource = Resource::builder_empty().build();
+    let none = GuestOutputCopy::None;
+    let (p, _) =
+        WasmProcessor::from_config_with_output("redact", &spec, Signal::Logs, &resource, none)
+            .unwrap();
+    let batch = records(12);
+    let (out, counts) = p.process_logs(batch.clone());
+    assert_eq!(counts.faults, 0);
+    assert_redacted(&out, &batch, "user.email");
+}
+
+#[test]
+fn redaction_and_a_severity_filter_match_native_references() {
+    let batch = records(12);
+    let (out, counts) =
+        build("redact", &[("keys", "user.email")], OnFault::Drop).process_logs(batch.clone());
+    assert_eq!((counts.dropped, counts.faults), (0, 0));
+    assert_redacted(&out, &batch, "user.email");
     let (out, counts) =
         build("filter", &[("names", "DEBUG")], OnFault::Pass).process_logs(batch.clone());
     assert_eq!((counts.dropped, counts.faults), (4, 0));

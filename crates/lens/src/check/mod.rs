@@ -3,6 +3,7 @@
 //! processor (`processors`), independent of any guest SDK (feature `testing`: its spans, metrics and log records are
 //! [`crate::testing`]'s).
 
+mod log_processors;
 mod processors;
 mod suites;
 
@@ -299,12 +300,16 @@ pub fn check_with(
     for interface in &loaded.interfaces {
         let output = Arc::new(GuestOutputBuffer::default());
         if interface.role == crate::wasm::Role::Processor {
-            // The host runs span processors only (metric and log ones are refused in a config).
-            if interface.signal == Signal::Traces {
-                let mut report = processors::span_processor(spec, &resource, &output)?;
-                report.interface = interface.name();
-                signals.push(report);
-            }
+            // The host runs span and log processors (metric ones are refused in a config).
+            let report = match interface.signal {
+                Signal::Traces => processors::span_processor(spec, &resource, &output)?,
+                Signal::Logs => log_processors::log_processor(spec, &resource, &output)?,
+                Signal::Metrics => continue,
+            };
+            signals.push(SignalReport {
+                interface: interface.name(),
+                ..report
+            });
             continue;
         }
         let mut report = match interface.signal {

@@ -13,6 +13,7 @@ use opentelemetry_sdk::trace::SpanData;
 
 use super::suites::Cases;
 use super::{NAME, SignalReport};
+use crate::batch::ExporterStats;
 use crate::bindings::edit_types::{Action, Change, ItemEdit};
 use crate::bindings::types::Status as WitStatus;
 use crate::config::{ProcessorSpec, WasmExporterSpec, WasmProcessorSpec};
@@ -63,19 +64,7 @@ fn applied_as_stated(
     edits: &[ItemEdit],
     after: &[SpanData],
 ) -> Result<(), String> {
-    let by_index: BTreeMap<u32, &Action> = edits.iter().map(|e| (e.index, &e.action)).collect();
-    let kept: Vec<(usize, &SpanData)> = before
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !matches!(by_index.get(&(*i as u32)), Some(Action::Drop)))
-        .collect();
-    if kept.len() != after.len() {
-        return Err(format!(
-            "{} spans left where the answer drops {}",
-            after.len(),
-            before.len() - kept.len()
-        ));
-    }
+    let (by_index, kept) = kept_as_stated(before, edits, after.len())?;
     for ((i, original), out) in kept.into_iter().zip(after) {
         let Some(Action::Edit(changes)) = by_index.get(&(i as u32)) else {
             if original != out {
@@ -105,6 +94,30 @@ fn applied_as_stated(
     Ok(())
 }
 
+/// An answer by index, and the items it keeps (with their index), in order.
+pub(super) type Kept<'a, 'e, T> = (BTreeMap<u32, &'e Action>, Vec<(usize, &'a T)>);
+
+/// [`Kept`] of `before`; `Err` when `left` items are not that many.
+pub(super) fn kept_as_stated<'a, 'e, T>(
+    before: &'a [T],
+    edits: &'e [ItemEdit],
+    left: usize,
+) -> Result<Kept<'a, 'e, T>, String> {
+    let by_index: BTreeMap<u32, &Action> = edits.iter().map(|e| (e.index, &e.action)).collect();
+    let kept: Vec<(usize, &T)> = before
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !matches!(by_index.get(&(*i as u32)), Some(Action::Drop)))
+        .collect();
+    if kept.len() != left {
+        return Err(format!(
+            "{left} items left where the answer keeps {}",
+            kept.len()
+        ));
+    }
+    Ok((by_index, kept))
+}
+
 /// One batch through the processor: no fault, an answer the host accepts, applied as stated.
 fn one(p: &WasmProcessor, batch: Vec<SpanData>) -> Result<Duration, String> {
     let started = Instant::now();
@@ -117,6 +130,60 @@ fn one(p: &WasmProcessor, batch: Vec<SpanData>) -> Result<Duration, String> {
     Ok(elapsed)
 }
 
+/// A processor of `signal` started for its suite, and its cases begun: `init`, then an empty
+/// batch, which `empty` sends (it must be answered with no edit).
+pub(super) fn begin(
+    spec: &WasmExporterSpec,
+    signal: Signal,
+    resource: &Resource,
+    output: &Arc<GuestOutputBuffer>,
+    empty: impl FnOnce(&WasmProcessor) -> Result<Vec<ItemEdit>, String>,
+) -> Result<(WasmProcessor, Arc<ExporterStats>, Cases), LensError> {
+    let copy = GuestOutputCopy::Sink(output.clone());
+    let spec = ProcessorSpec::Wasm(WasmProcessorSpec {
+        component: spec.clone(),
+        ..Default::default()
+    });
+    let (p, stats) = WasmProcessor::from_config_with_output(NAME, &spec, signal, resource, copy)?;
+    let mut c = Cases::new(output);
+    let started = Instant::now();
+    let outcome = match empty(&p) {
+        Ok(edits) if edits.is_empty() => Ok(started.elapsed()),
+        Ok(edits) => Err(format!("answered {} edits to an empty batch", edits.len())),
+        Err(e) => Err(e),
+    };
+    c.case("empty batch: no edit", outcome);
+    Ok((p, stats, c))
+}
+
+/// The bulk case: `items` through `one` in batches of 512, its cost per item kept.
+pub(super) fn bulk<T: Clone>(
+    c: &mut Cases,
+    name: &'static str,
+    items: &[T],
+    one: impl Fn(Vec<T>) -> Result<Duration, String>,
+) {
+    c.bulk_outcome(name, items.len() as u64, || {
+        let mut total = Duration::ZERO;
+        for chunk in items.chunks(512) {
+            total += one(chunk.to_vec())?;
+        }
+        Ok(total)
+    });
+}
+
+/// The suite's report, the processor shut down.
+pub(super) fn end(
+    p: WasmProcessor,
+    stats: &ExporterStats,
+    c: Cases,
+    signal: Signal,
+) -> SignalReport {
+    let encoding = p.encoding();
+    p.shutdown(Duration::from_secs(5));
+    c.report(signal, encoding, stats)
+}
+
 /// Span processors: an empty batch, one span, every value type, unicode, events/links/status,
 /// 10k spans in batches of 512, shutdown.
 pub(super) fn span_processor(
@@ -124,21 +191,9 @@ pub(super) fn span_processor(
     resource: &Resource,
     output: &Arc<GuestOutputBuffer>,
 ) -> Result<SignalReport, LensError> {
-    let copy = GuestOutputCopy::Sink(output.clone());
-    let spec = ProcessorSpec::Wasm(WasmProcessorSpec {
-        component: spec.clone(),
-        ..Default::default()
-    });
-    let (p, stats) =
-        WasmProcessor::from_config_with_output(NAME, &spec, Signal::Traces, resource, copy)?;
-    let mut c = Cases::new(output);
-    let started = Instant::now();
-    let empty = match p.answer(Vec::new()).1 {
-        Ok(edits) if edits.is_empty() => Ok(started.elapsed()),
-        Ok(edits) => Err(format!("answered {} edits to an empty batch", edits.len())),
-        Err(e) => Err(e),
-    };
-    c.case("empty batch: no edit", empty);
+    let (p, stats, mut c) = begin(spec, Signal::Traces, resource, output, |p| {
+        p.answer(Vec::new()).1
+    })?;
     c.case("one span", one(&p, spans::one()));
     c.case(
         "every attribute value type",
@@ -149,16 +204,7 @@ pub(super) fn span_processor(
         "events, links and status",
         one(&p, spans::events_links_status()),
     );
-    let bulk = spans::many(10_240);
-    let items = bulk.len() as u64;
-    c.bulk_outcome("10k spans in batches of 512", items, || {
-        let mut total = Duration::ZERO;
-        for chunk in bulk.chunks(512) {
-            total += one(&p, chunk.to_vec())?;
-        }
-        Ok(total)
-    });
-    let encoding = p.encoding();
-    p.shutdown(Duration::from_secs(5));
-    Ok(c.report(Signal::Traces, encoding, &stats))
+    let many = spans::many(10_240);
+    bulk(&mut c, "10k spans in batches of 512", &many, |b| one(&p, b));
+    Ok(end(p, &stats, c, Signal::Traces))
 }

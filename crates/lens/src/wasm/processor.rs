@@ -193,13 +193,7 @@ impl WasmProcessor {
         let mut records = records;
         let answer = match &self.lanes {
             None => Err(None),
-            Some(lanes) => lanes
-                .process(|preferences, resource| {
-                    let refs: Vec<_> = records.iter().map(|(r, s)| (r, s)).collect();
-                    let batch = LogBatch::new(&refs);
-                    Payload::Logs(encode_logs(&batch, resource, preferences.encoding))
-                })
-                .map_err(|e| Some(e.to_string())),
+            Some(_) => self.answer_logs(&records).map_err(Some),
         };
         let applied = answer
             .and_then(|edits| log_edit::apply(&mut records, edits).map_err(|e| self.refused(e)));
@@ -259,6 +253,21 @@ impl WasmProcessor {
         // that never yields) may still hold it.
         let spans = Arc::try_unwrap(shared).unwrap_or_else(|s| s.as_ref().clone());
         (spans, edits.map_err(|e| e.to_string()))
+    }
+
+    /// The guest's raw answer to `records` (not checked, not applied): what `lens check`
+    /// examines. `Err` on a fault or a guest error.
+    pub(crate) fn answer_logs(&self, records: &[LogItem]) -> Result<Vec<ItemEdit>, String> {
+        let Some(lanes) = &self.lanes else {
+            return Err("the processor is disabled".into());
+        };
+        lanes
+            .process(|preferences, resource| {
+                let refs: Vec<_> = records.iter().map(|(r, s)| (r, s)).collect();
+                let batch = LogBatch::new(&refs);
+                Payload::Logs(encode_logs(&batch, resource, preferences.encoding))
+            })
+            .map_err(|e| e.to_string())
     }
 
     /// The batch encoding the guest asked for, once started.
