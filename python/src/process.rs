@@ -16,7 +16,7 @@ use lens::opentelemetry::trace::Status;
 use lens::opentelemetry::{Array, KeyValue, Value};
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::trace::SpanData;
-use lens::trace::{ExporterStats, ProcessorCounts};
+use lens::trace::{ExportStage, ExporterStats, ProcessorCounts, run_stages};
 use lens::wasm::WasmProcessor;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyTuple};
@@ -27,7 +27,7 @@ use crate::core::{load_error, processors_of, stats_json};
 /// Sandboxed span processors before a Python exporter.
 #[pyclass(module = "lens._lens", frozen)]
 pub struct ProcessCore {
-    processors: Vec<Arc<WasmProcessor>>,
+    processors: Vec<Arc<dyn ExportStage<SpanData>>>,
     /// Spans in, spans passed on, and what each processor dropped or met a fault on.
     stats: Arc<ExporterStats>,
     shut_down: AtomicBool,
@@ -48,10 +48,12 @@ impl ProcessCore {
             .map(|spec| {
                 let name = spec.display_name();
                 py.detach(|| WasmProcessor::from_config(&name, spec, &empty))
-                    .map(|(p, _)| Arc::new(p))
+                    .map(|(p, _)| Arc::new(p) as Arc<dyn ExportStage<SpanData>>)
                     .map_err(load_error)
             })
-            .collect::<PyResult<_>>()?;
+            .collect::<PyResult<Vec<_>>>()?;
+        // This core is their only user: its shutdown (`release`) shuts them down.
+        processors.iter().for_each(|p| p.retain());
         Ok(Self {
             processors,
             stats: Arc::new(ExporterStats::new(name)),
@@ -101,23 +103,15 @@ impl ProcessCore {
             return;
         }
         let timeout = Duration::from_millis(timeout_millis.unwrap_or(10_000));
-        py.detach(|| self.processors.iter().for_each(|p| p.shutdown(timeout)));
+        py.detach(|| self.processors.iter().for_each(|p| p.release(timeout)));
     }
 }
 
 impl ProcessCore {
     /// The processors in order on `spans`, counted.
-    fn run(&self, mut spans: Vec<SpanData>) -> Vec<SpanData> {
+    fn run(&self, spans: Vec<SpanData>) -> Vec<SpanData> {
         let items = spans.len() as u64;
-        let mut processed = lens::trace::Processed::default();
-        for p in &self.processors {
-            if spans.is_empty() {
-                break;
-            }
-            let counts;
-            (spans, counts) = p.process_spans(spans);
-            processed.by.push((p.name().clone(), counts));
-        }
+        let (spans, processed) = run_stages(&self.processors, spans);
         let total = ProcessorCounts {
             dropped: items - spans.len() as u64,
             faults: 0,

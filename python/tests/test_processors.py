@@ -138,27 +138,25 @@ on_fault = "drop"
     return path
 
 
-def test_from_config_runs_the_file_s_processors_that_apply_to_the_entry(guests, tmp_path):
-    out = tmp_path / "out"
+def from_config_run(guests, tmp_path, applies_to, n):
+    """The `vendor` entry of `config_file` (its filter applying to `applies_to`) fed `n` spans
+    through the SDK's batch processor; the exporter, and its output folder."""
+    out = tmp_path / applies_to
     out.mkdir()
-    exporter = lens.WasmSpanExporter.from_config(
-        config_file(guests, out, tmp_path, "vendor"), "vendor"
-    )
+    config = config_file(guests, out, tmp_path, applies_to)
+    exporter = lens.WasmSpanExporter.from_config(config, "vendor")
     provider = TracerProvider()
     provider.add_span_processor(lens_batch(exporter))
-    end_spans(provider.get_tracer("t"), 60)
+    end_spans(provider.get_tracer("t"), n)
     provider.shutdown()
+    return exporter, out
+
+
+def test_from_config_runs_the_file_s_processors_that_apply_to_the_entry(guests, tmp_path):
+    exporter, out = from_config_run(guests, tmp_path, "vendor", 60)
     check(recorded_spans(out), exporter.stats(), 60)
     # A filter for another exporter is not this one's.
-    out2 = tmp_path / "out2"
-    out2.mkdir()
-    exporter = lens.WasmSpanExporter.from_config(
-        config_file(guests, out2, tmp_path, "local"), "vendor"
-    )
-    provider = TracerProvider()
-    provider.add_span_processor(lens_batch(exporter))
-    end_spans(provider.get_tracer("t"), 30)
-    provider.shutdown()
+    exporter, _ = from_config_run(guests, tmp_path, "local", 30)
     assert exporter.stats()["processors"] == {"redact": {"dropped": 0, "faults": 0}}
     assert exporter.stats()["exported"] == 30
 

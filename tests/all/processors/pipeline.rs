@@ -16,11 +16,9 @@ fn install(exporters: Vec<ExporterSpec>, processors: Vec<ProcessorSpec>) -> Tele
     try_install(exporters, processors).unwrap()
 }
 
-fn try_install(
-    exporters: Vec<ExporterSpec>,
-    processors: Vec<ProcessorSpec>,
-) -> Result<TelemetryHandle, lens::LensError> {
-    let config = LensConfig {
+/// An exporting rank's config with these span exporters and processors (metrics off).
+fn config(exporters: Vec<ExporterSpec>, processors: Vec<ProcessorSpec>) -> LensConfig {
+    LensConfig {
         run_id: "processors".into(),
         metrics_enabled: false,
         traces: SignalConfig {
@@ -28,8 +26,14 @@ fn try_install(
             processors,
         },
         ..exporting()
-    };
-    Telemetry::builder(config)
+    }
+}
+
+fn try_install(
+    exporters: Vec<ExporterSpec>,
+    processors: Vec<ProcessorSpec>,
+) -> Result<TelemetryHandle, lens::LensError> {
+    Telemetry::builder(config(exporters, processors))
         .env(HashMap::<String, String>::new())
         .install_global(false)
         .install()
@@ -192,17 +196,8 @@ fn an_exporter_built_for_0_3_0_runs_behind_a_processor() {
 fn a_reload_refuses_to_change_processors_or_bypass_them() {
     let p = || processor("drop-steps", "filter", &[("names", "step")], OnFault::Pass);
     let handle = install(vec![named_none("local")], vec![p()]);
-    let config = |processors, exporters| LensConfig {
-        run_id: "processors".into(),
-        metrics_enabled: false,
-        traces: SignalConfig {
-            exporters,
-            processors,
-        },
-        ..exporting()
-    };
     let err = handle
-        .reload_exporters(&config(vec![], vec![named_none("local")]))
+        .reload_exporters(&config(vec![named_none("local")], vec![]))
         .unwrap_err();
     assert!(
         err.to_string().contains("[[traces.processors]] changed"),
@@ -210,8 +205,8 @@ fn a_reload_refuses_to_change_processors_or_bypass_them() {
     );
     let err = handle
         .reload_exporters(&config(
-            vec![p()],
             vec![named_none("local"), named_none("new")],
+            vec![p()],
         ))
         .unwrap_err();
     assert!(err.to_string().contains("cannot be added"), "{err}");
@@ -222,18 +217,10 @@ fn a_reload_refuses_to_change_processors_or_bypass_them() {
 fn the_health_metrics_count_each_processor_s_drops_per_exporter() {
     use lens::opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
     let reader = lens::InMemoryMetricReader::new();
+    let drop_steps = processor("drop-steps", "filter", &[("names", "step")], OnFault::Pass);
     let config = LensConfig {
-        run_id: "processors".into(),
-        traces: SignalConfig {
-            exporters: vec![named_none("local")],
-            processors: vec![processor(
-                "drop-steps",
-                "filter",
-                &[("names", "step")],
-                OnFault::Pass,
-            )],
-        },
-        ..exporting()
+        metrics_enabled: true,
+        ..config(vec![named_none("local")], vec![drop_steps])
     };
     let handle = Telemetry::builder(config)
         .env(HashMap::<String, String>::new())

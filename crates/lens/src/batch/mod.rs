@@ -71,7 +71,7 @@ pub trait ExportStage<T>: Send + Sync + 'static {
 }
 
 /// `batch` through `stages` in order (until none is left), and what each did.
-pub(crate) fn run_stages<T: 'static>(
+pub fn run_stages<T: 'static>(
     stages: &[Arc<dyn ExportStage<T>>],
     mut batch: Vec<T>,
 ) -> (Vec<T>, Processed) {

@@ -230,13 +230,8 @@ fn export_after_shutdown(
     output: &Arc<GuestOutputBuffer>,
 ) -> Result<Duration, String> {
     let started = Instant::now();
-    let inputs = HostInputs {
-        env: &ProcessEnv,
-        rank: 0,
-        resource,
-        cache: &config.wasm_cache,
-        output: GuestOutputCopy::Sink(output.clone()),
-    };
+    let copy = GuestOutputCopy::Sink(output.clone());
+    let inputs = HostInputs::standalone(resource, &config.wasm_cache, copy);
     let stats = Arc::new(ExporterStats::new(NAME));
     let factory = crate::wasm::factory(
         NAME,

@@ -14,7 +14,7 @@ mod tracer;
 
 pub use crate::batch::{
     DeliveryStats, DirectExport, DropReason, ExportStage, ExporterSnapshot, ExporterStats,
-    Processed, ProcessorCounts,
+    Processed, ProcessorCounts, run_stages,
 };
 pub(crate) use fanout::{FanOutCore, FanOutSpanProcessor};
 pub use fanout::{TRUNCATED_ATTRIBUTE, TRUNCATED_REASON, TRUNCATED_REASON_KEY};

@@ -127,6 +127,25 @@ pub struct HostInputs<'a> {
     pub output: GuestOutputCopy,
 }
 
+impl<'a> HostInputs<'a> {
+    /// What a component built outside a telemetry installation (tests, benchmarks, tools,
+    /// the Python package) starts from: the process environment for `from_host` grants,
+    /// `cache`, rank 0.
+    pub(crate) fn standalone(
+        resource: &'a Resource,
+        cache: &'a WasmCacheConfig,
+        output: GuestOutputCopy,
+    ) -> Self {
+        Self {
+            env: &ProcessEnv,
+            rank: 0,
+            resource,
+            cache,
+            output,
+        }
+    }
+}
+
 /// Loads, links and starts the instances serving `signal` for a config entry: as many as
 /// `batch.max_concurrent_exports` (one for metrics, which the periodic reader exports one
 /// collection at a time), each initialised before this returns.
@@ -197,13 +216,7 @@ pub(crate) fn reloadable_from_config(
     output: GuestOutputCopy,
 ) -> Result<(Reloadable, Arc<ExporterStats>), LensError> {
     let config = crate::LensConfig::from_env()?;
-    let inputs = HostInputs {
-        env: &ProcessEnv,
-        rank: 0,
-        resource,
-        cache: &config.wasm_cache,
-        output,
-    };
+    let inputs = HostInputs::standalone(resource, &config.wasm_cache, output);
     let stats = Arc::new(ExporterStats::new(name));
     let batch = checked_batch(name, spec, signal, &config)?;
     let exporter = reload::reloadable(name, spec, signal, &batch, &inputs, stats.clone())

@@ -23,7 +23,6 @@ use super::log_edit::{self, LogItem};
 use super::{GuestOutputCopy, HostInputs, setup_error, start_role_lanes};
 use crate::batch::{ExporterStats, ProcessorCounts};
 use crate::bindings::edit_types::ItemEdit;
-use crate::config::env::ProcessEnv;
 use crate::config::{
     BatchConfig, DEFAULT_PROCESSOR_CALL_TIMEOUT_MS, OnFault, ProcessorSpec, WasmExporterSpec,
 };
@@ -143,13 +142,7 @@ impl WasmProcessor {
             message,
             source: None,
         })?;
-        let inputs = HostInputs {
-            env: &ProcessEnv,
-            rank: 0,
-            resource,
-            cache: &config.wasm_cache,
-            output,
-        };
+        let inputs = HostInputs::standalone(resource, &config.wasm_cache, output);
         let stats = Arc::new(ExporterStats::new(name));
         let processor = Self::build(name, spec, signal, 1, &inputs, stats.clone())
             .map_err(|source| setup_error(name, spec.component(), source))?;
