@@ -45,8 +45,13 @@ fn spans() -> Vec<SpanData> {
     sink.get_finished_spans().unwrap()
 }
 
+/// Held by every export in these tests: the lowering switch is process-wide, so one test's
+/// export must not run while another's has it set (or reset it mid-export).
+static LOWERING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// What the recorder guest wrote for `batch`, strings lowered by wasmtime if `generic`.
 fn recorded(batch: &[SpanData], generic: bool) -> String {
+    let _switch = LOWERING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let spec = WasmExporterSpec {
         path: lens_test_guests::RECORDER.into(),
