@@ -1,4 +1,4 @@
-//! `lens check` on a processor of spans and log records: each suite passes for processors that
+//! `lens check` on a processor of spans, metrics and log records: each suite passes for processors that
 //! answer well (edits found on the items as stated) and names the case and the reason for those
 //! that do not.
 
@@ -8,7 +8,12 @@ use lens_test_guests::PROCESSOR;
 fn check(mode: &str) -> (bool, String) {
     let out = crate::lens()
         .args(["check", PROCESSOR, "--setting", &format!("mode={mode}")])
-        .args(["--setting", "names=step", "--setting", "keys=phase"])
+        .args([
+            "--setting",
+            "names=step,check.loss",
+            "--setting",
+            "keys=phase",
+        ])
         .output()
         .unwrap();
     (
@@ -27,6 +32,9 @@ fn well_behaved_processors_pass_their_suite() {
             "ok    empty batch: no edit",
             "ok    events, links and status",
             "ok    10k spans in batches of 512",
+            "lens:exporter/metric-processor@0.4.0 (metrics)",
+            "ok    every metric kind, delta",
+            "ok    10k data points in one collection",
             "lens:exporter/log-processor@0.4.0 (logs)",
             "ok    every body type",
             "ok    10k records in batches of 512",
@@ -63,6 +71,11 @@ fn a_misbehaving_processor_fails_the_case_it_breaks_naming_why() {
             "set-status",
             "FAIL  every body type",
             "does not apply to log records",
+        ),
+        (
+            "set-status",
+            "FAIL  every metric kind, cumulative",
+            "does not apply to metrics",
         ),
     ];
     for (mode, case, why) in cases {

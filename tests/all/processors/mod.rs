@@ -1,4 +1,4 @@
-//! Sandboxed span processors (`[[traces.processors]]`, `lens:exporter@0.4.0`): their edits
+//! Sandboxed processors (`[[traces.processors]]`, metrics, logs; `lens:exporter@0.4.0`): their edits
 //! against native reference processors, their place in the pipeline (the exporters they apply
 //! to, their order, the accounting), and their faults.
 
@@ -7,6 +7,7 @@ mod demo;
 mod edits;
 mod faults;
 mod logs;
+mod metrics;
 mod otlp;
 mod pipeline;
 

@@ -11,6 +11,7 @@
 //! [`BatchQueue`] knows nothing of spans or logs: a [`BatchExport`] adapts one kind of exporter
 //! (`trace::processor`, `logs::processor`).
 
+pub(crate) mod retry;
 mod stats;
 #[cfg(test)]
 mod tests;

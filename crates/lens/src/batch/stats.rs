@@ -309,6 +309,31 @@ impl ExporterStats {
             .is_some()
     }
 
+    /// What the processors did to the items of `export` before it is made: their drops end
+    /// those items here (unless the shutdown already counted them all). `None` when no item is
+    /// left: the export is over.
+    pub fn processed_direct(
+        &self,
+        mut export: DirectExport,
+        processed: &Processed,
+    ) -> Option<DirectExport> {
+        let dropped = processed.dropped().min(export.items);
+        let mut direct = self.direct.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(items) = direct.running.get_mut(&export.ticket) else {
+            drop(direct);
+            self.record_processed_by(processed);
+            return None;
+        };
+        *items -= dropped;
+        export.items -= dropped;
+        if export.items == 0 {
+            direct.running.remove(&export.ticket);
+        }
+        drop(direct);
+        self.record_processed(processed);
+        (export.items > 0).then_some(export)
+    }
+
     /// The export was not made (the exporter is shut down): its items are dropped at shutdown,
     /// unless the shutdown already counted them.
     pub fn abandon_direct_export(&self, export: DirectExport) {
@@ -491,6 +516,10 @@ pub struct DeliveryStats {
     /// log records).
     #[serde(default)]
     pub log_processors: Vec<ExporterSnapshot>,
+    /// One entry per metric processor (`[[metrics.processors]]`), as `span_processors` (counts
+    /// are data points, once per exporter collection it ran on).
+    #[serde(default)]
+    pub metric_processors: Vec<ExporterSnapshot>,
 }
 
 impl DeliveryStats {
@@ -512,6 +541,11 @@ impl DeliveryStats {
     /// The entry of the log processor called `name`.
     pub fn log_processor(&self, name: &str) -> Option<&ExporterSnapshot> {
         self.log_processors.iter().find(|e| e.name == name)
+    }
+
+    /// The entry of the metric processor called `name`.
+    pub fn metric_processor(&self, name: &str) -> Option<&ExporterSnapshot> {
+        self.metric_processors.iter().find(|e| e.name == name)
     }
 
     /// The entry of the log exporter called `name`.

@@ -4,6 +4,7 @@
 //! [`crate::testing`]'s).
 
 mod log_processors;
+mod metric_processors;
 mod processors;
 mod suites;
 
@@ -295,11 +296,10 @@ pub fn check_with(
     for interface in &loaded.interfaces {
         let output = Arc::new(GuestOutputBuffer::default());
         if interface.role == crate::wasm::Role::Processor {
-            // The host runs span and log processors (metric ones are refused in a config).
             let report = match interface.signal {
                 Signal::Traces => processors::span_processor(spec, &resource, &output)?,
+                Signal::Metrics => metric_processors::metric_processor(spec, &resource, &output)?,
                 Signal::Logs => log_processors::log_processor(spec, &resource, &output)?,
-                Signal::Metrics => continue,
             };
             signals.push(SignalReport {
                 interface: interface.name(),

@@ -516,19 +516,10 @@ impl LensConfig {
         self.validate_processors().map_err(|(key, m)| bad(&key, m))
     }
 
-    /// The processor entries: spans and log records, names unique, the exporters they name
-    /// known.
+    /// The processor entries: names unique, the exporters they name known.
     fn validate_processors(&self) -> Result<(), (String, String)> {
         for signal in Signal::ALL {
             let processors = &self.signal(signal).processors;
-            if signal == Signal::Metrics && !processors.is_empty() {
-                return Err((
-                    format!("{signal}.processors"),
-                    "processors apply to spans and log records in this version of Lens, not to \
-                     metrics (the SDK hands metric exporters collections that cannot be edited)"
-                        .to_string(),
-                ));
-            }
             let exporters = self
                 .exporters_of(signal)
                 .iter()

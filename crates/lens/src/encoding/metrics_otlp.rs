@@ -24,15 +24,34 @@ pub fn otlp_data_points(request: &ExportMetricsServiceRequest) -> u64 {
         .iter()
         .flat_map(|r| &r.scope_metrics)
         .flat_map(|s| &s.metrics)
-        .map(|m| match &m.data {
-            Some(Data::Gauge(g)) => g.data_points.len(),
-            Some(Data::Sum(s)) => s.data_points.len(),
-            Some(Data::Histogram(h)) => h.data_points.len(),
-            Some(Data::ExponentialHistogram(h)) => h.data_points.len(),
-            Some(Data::Summary(s)) => s.data_points.len(),
-            None => 0,
-        } as u64)
+        .map(metric_data_points)
         .sum()
+}
+
+/// Data points of one metric.
+pub(crate) fn metric_data_points(m: &Metric) -> u64 {
+    (match &m.data {
+        Some(Data::Gauge(g)) => g.data_points.len(),
+        Some(Data::Sum(s)) => s.data_points.len(),
+        Some(Data::Histogram(h)) => h.data_points.len(),
+        Some(Data::ExponentialHistogram(h)) => h.data_points.len(),
+        Some(Data::Summary(s)) => s.data_points.len(),
+        None => 0,
+    }) as u64
+}
+
+/// Where each metric of the typed encoding of `request` is among all of its metrics (the
+/// typed encoding leaves out summaries and metrics without data).
+pub(crate) fn typed_positions(request: &ExportMetricsServiceRequest) -> Vec<usize> {
+    request
+        .resource_metrics
+        .iter()
+        .flat_map(|r| &r.scope_metrics)
+        .flat_map(|s| &s.metrics)
+        .enumerate()
+        .filter(|(_, m)| !matches!(m.data, None | Some(Data::Summary(_))))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// `request` in `encoding`.

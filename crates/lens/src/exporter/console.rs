@@ -143,6 +143,18 @@ impl ConsoleMetricExporter {
         self.order = order;
         self
     }
+
+    /// Writes `metrics` as [`export`](PushMetricExporter::export) does, after `edit` changed
+    /// its JSON (what the metric processors did to the collection).
+    pub fn export_json(
+        &self,
+        metrics: &ResourceMetrics,
+        edit: impl FnOnce(&mut serde_json::Value),
+    ) -> OTelSdkResult {
+        let mut json = metrics_data_json(metrics, &self.order);
+        edit(&mut json);
+        self.out.write_lines(std::iter::once(json))
+    }
 }
 
 impl PushMetricExporter for ConsoleMetricExporter {

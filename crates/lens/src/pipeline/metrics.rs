@@ -1,18 +1,30 @@
 //! The metric exporter behind one config entry's periodic reader, counting data points into
-//! the entry's [`ExporterStats`] as the batch processors count spans and log records.
+//! the entry's [`ExporterStats`] as the batch processors count spans and log records, and
+//! running the collection through the entry's `[[metrics.processors]]` first.
+//!
+//! The SDK's collections cannot be edited: with processors, a collection becomes an OTLP
+//! request, which the processors edit in turn; the OTLP exporter then sends that request
+//! itself ([`OtlpRequestSender`]), a wasm exporter takes it as a Python rank's request, and
+//! the console writes the SDK's collection with each processor's answer replayed on its JSON.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 
-use crate::batch::{DropReason, ExporterStats};
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use serde_json::Value as Json;
+
+use crate::batch::{DropReason, ExporterStats, Processed};
 use crate::encoding::metrics::data_points;
+use crate::exporter::otlp::OtlpRequestSender;
 use crate::exporter::{ConsoleMetricExporter, OtlpMetricExporter};
-use crate::wasm::WasmMetricExporter;
+use crate::wasm::metric_edit::{self, MetricCollection};
+use crate::wasm::processor::MetricsOutcome;
+use crate::wasm::{WasmMetricExporter, WasmProcessor};
 
 /// The metric exporters a config can name.
 #[derive(Debug)]
@@ -33,12 +45,75 @@ pub enum MetricExporterKind {
 pub struct CountedMetricExporter {
     exporter: MetricExporterKind,
     stats: Arc<ExporterStats>,
+    /// The processors before it, in order.
+    processors: Vec<Arc<WasmProcessor>>,
+    /// How an OTLP exporter sends a collection the processors edited.
+    requests: Option<OtlpRequestSender>,
 }
 
 impl CountedMetricExporter {
     /// `exporter`, counting into `stats`.
     pub fn new(exporter: MetricExporterKind, stats: Arc<ExporterStats>) -> Self {
-        Self { exporter, stats }
+        Self {
+            exporter,
+            stats,
+            processors: Vec::new(),
+            requests: None,
+        }
+    }
+
+    /// Runs each collection through `processors` first (an OTLP exporter sends the result
+    /// through `requests`).
+    pub(crate) fn with_processors(
+        mut self,
+        processors: Vec<Arc<WasmProcessor>>,
+        requests: Option<OtlpRequestSender>,
+    ) -> Self {
+        processors.iter().for_each(|p| p.retain());
+        self.processors = processors;
+        self.requests = requests;
+        self
+    }
+
+    /// Exports `metrics` after the processors: counted from the start in data points, those
+    /// the processors drop ending as `dropped_processor`.
+    async fn export_processed(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        let started = Instant::now();
+        let export = self.stats.begin_direct_export(data_points(metrics));
+        let mut request = ExportMetricsServiceRequest::from(metrics);
+        let mut processed = Processed::default();
+        let mut outcomes = Vec::new();
+        for p in &self.processors {
+            if metric_edit::count(&mut request) == 0 {
+                break;
+            }
+            let (outcome, counts) = p.process_metrics_outcome(&mut request);
+            processed.by.push((p.name().clone(), counts));
+            outcomes.push(outcome);
+        }
+        let Some(export) = self.stats.processed_direct(export, &processed) else {
+            return Ok(());
+        };
+        let result = match &self.exporter {
+            MetricExporterKind::Wasm(e) => return e.export_otlp_counted(&request, export),
+            MetricExporterKind::Otlp(_) => match &self.requests {
+                Some(sender) => sender.send(&request).await,
+                None => Err(OTelSdkError::InternalFailure(
+                    "no sender for processed metrics".into(),
+                )),
+            },
+            MetricExporterKind::Console(e) => e.export_json(metrics, |json| {
+                replay(&mut ConsoleMetrics(json), &outcomes);
+            }),
+            MetricExporterKind::Disabled => {
+                self.stats
+                    .refuse_direct_export(export, DropReason::Disabled);
+                return Ok(());
+            }
+        };
+        self.stats
+            .end_direct_export(export, result.is_ok(), started.elapsed());
+        result
     }
 
     /// Runs `export` of `metrics`, its data points counted from its start (one still running
@@ -59,6 +134,9 @@ impl CountedMetricExporter {
 
 impl PushMetricExporter for CountedMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        if !self.processors.is_empty() && !matches!(self.exporter, MetricExporterKind::Disabled) {
+            return self.export_processed(metrics).await;
+        }
         match &self.exporter {
             MetricExporterKind::Otlp(e) => self.counted(metrics, e.export(metrics)).await,
             MetricExporterKind::Console(e) => self.counted(metrics, e.export(metrics)).await,
@@ -82,6 +160,9 @@ impl PushMetricExporter for CountedMetricExporter {
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        for p in &self.processors {
+            p.release(timeout);
+        }
         match &self.exporter {
             MetricExporterKind::Otlp(e) => e.shutdown_with_timeout(timeout),
             MetricExporterKind::Console(e) => e.shutdown_with_timeout(timeout),
@@ -96,6 +177,74 @@ impl PushMetricExporter for CountedMetricExporter {
             MetricExporterKind::Console(e) => e.temporality(),
             MetricExporterKind::Wasm(e) => e.temporality(),
             MetricExporterKind::Disabled => Temporality::Cumulative,
+        }
+    }
+}
+
+/// The processors' answers, replayed in order on another form of the collection they answered.
+fn replay<C: MetricCollection>(collection: &mut C, outcomes: &[MetricsOutcome]) {
+    for outcome in outcomes {
+        match outcome {
+            MetricsOutcome::Edited(edits) => {
+                let items = metric_edit::count(collection);
+                metric_edit::apply_checked(collection, edits, items);
+            }
+            MetricsOutcome::Unprocessed => {}
+            MetricsOutcome::Dropped => collection.groups().into_iter().for_each(Vec::clear),
+        }
+    }
+}
+
+/// A collection as the console writes it (`MetricsData.to_json`): metrics under
+/// `resource_metrics[].scope_metrics[].metrics`, each data point's attributes an object.
+struct ConsoleMetrics<'a>(&'a mut Json);
+
+impl ConsoleMetrics<'_> {
+    fn point_attributes(
+        metric: &mut Json,
+    ) -> impl Iterator<Item = &mut serde_json::Map<String, Json>> {
+        metric["data"]["data_points"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["attributes"].as_object_mut())
+    }
+}
+
+impl MetricCollection for ConsoleMetrics<'_> {
+    type Metric = Json;
+
+    fn groups(&mut self) -> Vec<&mut Vec<Json>> {
+        self.0["resource_metrics"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["scope_metrics"].as_array_mut())
+            .flatten()
+            .filter_map(|s| s["metrics"].as_array_mut())
+            .collect()
+    }
+
+    fn points(metric: &Json) -> u64 {
+        metric["data"]["data_points"]
+            .as_array()
+            .map_or(0, |p| p.len() as u64)
+    }
+
+    fn rename(metric: &mut Json, name: String) {
+        metric["name"] = Json::String(name);
+    }
+
+    fn set_attribute(metric: &mut Json, key: &str, value: &opentelemetry::Value) {
+        let value = crate::exporter::json::value_json(value);
+        for attributes in Self::point_attributes(metric) {
+            attributes.insert(key.to_string(), value.clone());
+        }
+    }
+
+    fn remove_attribute(metric: &mut Json, key: &str) {
+        for attributes in Self::point_attributes(metric) {
+            attributes.shift_remove(key);
         }
     }
 }

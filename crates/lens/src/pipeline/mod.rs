@@ -19,7 +19,7 @@ use crate::config::{
     ExporterSpec, LensConfig, ProcessorSpec, SetupFailurePolicy, WasmExporterSpec,
 };
 use crate::error::{LensError, WasmSetupError};
-use crate::exporter::otlp::{self, OtlpSettings};
+use crate::exporter::otlp::{self, OtlpRequestSender, OtlpSettings};
 use crate::exporter::python_json::ResourceOrder;
 use crate::exporter::{
     ConsoleLogExporter, ConsoleMetricExporter, ConsoleOut, ConsoleSpanExporter, NoopLogExporter,
@@ -146,10 +146,14 @@ impl<'a> BuildContext<'a> {
         for spec in &self.config.signal(signal).processors {
             let name = spec.display_name();
             let stats = Arc::new(ExporterStats::new(&name));
+            // A metric reader exports one collection at a time.
             let lanes: usize = exporters
                 .iter()
                 .filter(|e| spec.applies_to(&e.display_name()))
-                .map(|e| e.batch_config(defaults).max_concurrent_exports)
+                .map(|e| match signal {
+                    Signal::Metrics => 1,
+                    _ => e.batch_config(defaults).max_concurrent_exports,
+                })
                 .sum();
             let lanes = lanes.clamp(1, crate::config::MAX_CONCURRENT_EXPORTS);
             let inputs = self.host_inputs();
@@ -180,6 +184,15 @@ impl<'a> BuildContext<'a> {
             .iter()
             .filter(|(s, spec, _)| *s == signal && spec.applies_to(name))
             .map(|(_, _, p)| p.clone() as Arc<dyn ExportStage<T>>)
+            .collect()
+    }
+
+    /// The metric processors that apply to the exporter called `name`, in the config's order.
+    fn metric_processors(&self, name: &str) -> Vec<Arc<WasmProcessor>> {
+        self.processors
+            .iter()
+            .filter(|(s, spec, _)| *s == Signal::Metrics && spec.applies_to(name))
+            .map(|(_, _, p)| p.clone())
             .collect()
     }
 
@@ -264,6 +277,8 @@ impl<'a> BuildContext<'a> {
             self.config.metric_export_interval_ms,
         )?);
         let stats = Arc::new(ExporterStats::new(name));
+        let processors = self.metric_processors(name);
+        let mut requests = None;
         let mut wasm = None;
         let exporter = match spec {
             ExporterSpec::Otlp(o) => {
@@ -271,6 +286,14 @@ impl<'a> BuildContext<'a> {
                     OtlpSettings::resolve(o, &self.config.otlp, Signal::Metrics, self.env);
                 let exporter = OtlpMetricExporter::build(name, &settings, &|| self.runtime())?
                     .with_stats(stats.clone());
+                if !processors.is_empty() {
+                    requests = Some(OtlpRequestSender::build(
+                        name,
+                        &settings,
+                        &|| self.runtime(),
+                        stats.clone(),
+                    )?);
+                }
                 MetricExporterKind::Otlp(Box::new(exporter))
             }
             ExporterSpec::Console(_) => MetricExporterKind::Console(
@@ -296,7 +319,8 @@ impl<'a> BuildContext<'a> {
                 }
             }
         };
-        let exporter = CountedMetricExporter::new(exporter, stats.clone());
+        let exporter = CountedMetricExporter::new(exporter, stats.clone())
+            .with_processors(processors, requests);
         let reader = PeriodicReader::builder(exporter)
             .with_interval(interval)
             .build();

@@ -229,6 +229,7 @@ impl TelemetryBuilder {
             log_fanout,
             log_stats,
             log_processor_stats,
+            metric_processor_stats,
             metric_stats,
             running,
             signals,
@@ -251,6 +252,7 @@ impl TelemetryBuilder {
                     core.clone(),
                     log_stats.clone(),
                     log_processor_stats.clone(),
+                    metric_processor_stats.clone(),
                     metric_stats.clone(),
                 );
                 crate::trace::self_metrics::register(&meter_provider.meter("lens"), source)
@@ -303,6 +305,7 @@ impl TelemetryBuilder {
             logger_provider,
             log_stats,
             log_processor_stats,
+            metric_processor_stats,
             metric_stats,
             fanout,
             log_fanout,

@@ -31,6 +31,8 @@ pub(super) struct HandleInner {
     pub(super) log_stats: StatsList,
     /// The log processors' own statistics.
     pub(super) log_processor_stats: StatsList,
+    /// The metric processors' own statistics.
+    pub(super) metric_processor_stats: StatsList,
     pub(super) metric_stats: Vec<Arc<ExporterStats>>,
     pub(super) fanout: Option<Arc<FanOutCore>>,
     pub(super) log_fanout: Option<Arc<LogFanOut>>,
@@ -161,6 +163,7 @@ impl TelemetryHandle {
             self.inner.fanout.as_deref(),
             &self.inner.log_stats,
             &self.inner.log_processor_stats,
+            &self.inner.metric_processor_stats,
             &self.inner.metric_stats,
         )
     }
@@ -253,11 +256,13 @@ fn delivery_stats(
     fanout: Option<&FanOutCore>,
     logs: &StatsList,
     log_processors: &StatsList,
+    metric_processors: &StatsList,
     metrics: &[Arc<ExporterStats>],
 ) -> DeliveryStats {
     let mut stats = fanout.map(|f| f.stats()).unwrap_or_default();
     stats.log_exporters = logs.snapshots();
     stats.log_processors = log_processors.snapshots();
+    stats.metric_processors = metric_processors.snapshots();
     stats.metric_exporters = metrics.iter().map(|s| s.snapshot()).collect();
     stats
 }
@@ -267,9 +272,18 @@ pub(super) fn stats_source(
     fanout: Arc<FanOutCore>,
     logs: StatsList,
     log_processors: StatsList,
+    metric_processors: StatsList,
     metrics: Vec<Arc<ExporterStats>>,
 ) -> crate::trace::self_metrics::StatsSource {
-    Arc::new(move || delivery_stats(Some(&fanout), &logs, &log_processors, &metrics))
+    Arc::new(move || {
+        delivery_stats(
+            Some(&fanout),
+            &logs,
+            &log_processors,
+            &metric_processors,
+            &metrics,
+        )
+    })
 }
 
 fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensError> {

@@ -61,6 +61,8 @@ pub(super) struct Providers {
     pub(super) log_stats: StatsList,
     /// The log processors' own statistics (`[[logs.processors]]`).
     pub(super) log_processor_stats: StatsList,
+    /// The metric processors' own statistics.
+    pub(super) metric_processor_stats: StatsList,
     pub(super) metric_stats: Vec<Arc<ExporterStats>>,
     /// The entries built from the config, and the signals they are all of (what a reload
     /// changes).
@@ -85,6 +87,7 @@ pub(super) fn build(
             log_fanout: None,
             log_stats: StatsList::default(),
             log_processor_stats: StatsList::default(),
+            metric_processor_stats: StatsList::default(),
             metric_stats: Vec::new(),
             running: Vec::new(),
             signals: Vec::new(),
@@ -103,8 +106,10 @@ pub(super) fn build(
         injected.span_processors,
         &mut running,
     )?;
+    let metric_processor_stats = StatsList::default();
     let (meter, metric_stats) = meter_provider(
-        &ctx,
+        &mut ctx,
+        &metric_processor_stats,
         config,
         who.resource,
         injected.metric_readers,
@@ -127,6 +132,7 @@ pub(super) fn build(
         log_fanout,
         log_stats,
         log_processor_stats,
+        metric_processor_stats,
         metric_stats,
         running: running.entries,
         signals: running.signals,
@@ -191,7 +197,8 @@ fn tracer_provider(
 /// The meter provider of an exporting rank: the injected readers, else the config's (with
 /// the statistics of their exporters).
 fn meter_provider(
-    ctx: &BuildContext<'_>,
+    ctx: &mut BuildContext<'_>,
+    processor_stats: &StatsList,
     config: &LensConfig,
     resource: &Resource,
     metric_readers: Vec<ReaderHook>,
@@ -204,7 +211,11 @@ fn meter_provider(
     }
     if metric_readers.is_empty() {
         running.signals.push(Signal::Metrics);
-        for spec in config.metric_exporters() {
+        let exporters = config.metric_exporters();
+        for stats in ctx.build_processors(Signal::Metrics, &exporters)? {
+            processor_stats.add(stats);
+        }
+        for spec in exporters {
             let name = spec.display_name();
             let Some((built, stats)) = ctx.metric_reader(&spec, &name)? else {
                 // `kind = "none"`: no reader; a reload keeps it, or refuses to change it.

@@ -111,6 +111,7 @@ impl FanOutCore {
             metric_exporters: Vec::new(),
             span_processors: self.processor_stats.snapshots(),
             log_processors: Vec::new(),
+            metric_processors: Vec::new(),
         }
     }
 

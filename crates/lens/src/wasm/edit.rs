@@ -56,11 +56,13 @@ pub enum EditError {
         /// The item.
         index: u32,
     },
-    /// A value an attribute of a span cannot hold.
+    /// A value an attribute of a span or a metric cannot hold.
     #[error(
-        "its answer sets attribute `{key}` of item {index} to bytes, which a span attribute cannot hold"
+        "its answer sets attribute `{key}` of item {index} to bytes, which an attribute of {items} cannot hold"
     )]
     Bytes {
+        /// What the batch holds: `spans`, `metrics`.
+        items: &'static str,
         /// The attribute.
         key: String,
         /// The item.
@@ -90,6 +92,7 @@ pub(crate) fn check(edits: &[ItemEdit], items: usize) -> Result<(), EditError> {
         }),
         Change::SetAttribute(kv) if matches!(kv.value, WitValue::Bytes(_)) => {
             Err(EditError::Bytes {
+                items: "spans",
                 key: kv.key.clone(),
                 index,
             })
@@ -299,7 +302,7 @@ mod tests {
                         value: WitValue::Bytes(vec![1]),
                     })],
                 )],
-                "its answer sets attribute `k` of item 2 to bytes, which a span attribute cannot hold",
+                "its answer sets attribute `k` of item 2 to bytes, which an attribute of spans cannot hold",
             ),
             (
                 vec![edit(

@@ -18,7 +18,7 @@ use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use super::backoff::Backoff;
 use super::instance::{Fault, InstanceFactory, Job, Outcome, Payload, StartError, Worker};
 use super::interface::Preferences;
-use super::retry::RetrySchedule;
+use crate::batch::retry::RetrySchedule;
 use crate::bindings::edit_types::ItemEdit;
 use crate::encoding::encoding_name;
 use crate::error::FaultKind;

@@ -17,8 +17,8 @@
 //!   shown;
 //! - [`interface`]: which exporter interfaces a component exports, and the calls into one;
 //! - `instance`: one guest instance on its worker thread (start, serve calls);
-//! - `exporter`: the lanes of instances serving one signal, with fault backoff, and `retry`,
-//!   when a batch the guest called retryable is sent again;
+//! - `exporter`: the lanes of instances serving one signal, with fault backoff, and when a
+//!   batch the guest called retryable is sent again (`batch::retry`);
 //! - [`reload`]: those lanes replaced by a new component's while batches flow (hot reload);
 //! - [`span_exporter`], [`metric_exporter`], [`log_exporter`]: [`WasmSpanExporter`],
 //!   [`WasmMetricExporter`], [`WasmLogExporter`], the SDK's exporter traits over the lanes;
@@ -40,11 +40,11 @@ pub mod interface;
 pub mod load;
 pub(crate) mod log_edit;
 pub mod log_exporter;
+pub mod metric_edit;
 pub mod metric_exporter;
 pub mod processor;
 pub(crate) mod quota;
 pub mod reload;
-pub(crate) mod retry;
 pub(crate) mod sandbox;
 pub mod span_exporter;
 pub mod structure;
@@ -57,6 +57,7 @@ use std::time::Duration;
 
 use opentelemetry_sdk::Resource;
 
+pub use crate::batch::retry::{FIRST_RETRY, MAX_RETRY_DELAY};
 pub use backoff::{FIRST_BACKOFF, HEALTHY_PERIOD, MAX_BACKOFF};
 pub use guest_output::{GuestOutputBuffer, GuestOutputCopy, GuestOutputFiles, GuestOutputSink};
 pub use instance::{INSTANCE_PLACEHOLDER, MAX_GUEST_ERROR};
@@ -66,7 +67,6 @@ pub use log_exporter::WasmLogExporter;
 pub use metric_exporter::WasmMetricExporter;
 pub use processor::WasmProcessor;
 pub use reload::Reloaded;
-pub use retry::{FIRST_RETRY, MAX_RETRY_DELAY};
 pub use sandbox::{
     MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES, MemoryLimitExceeded, TABLE_ELEMENT_BYTES,
 };

@@ -1,7 +1,8 @@
-//! [`WasmProcessor`]: a component's `span-processor` (`lens:exporter@0.4.0`), run on each batch
-//! before the exporters it applies to.
+//! [`WasmProcessor`]: a component's `span-processor`, `log-processor` or `metric-processor`
+//! (`lens:exporter@0.4.0`), run on each batch (or metric collection) before the exporters it
+//! applies to.
 //!
-//! The spans stay on the host: the guest gets them encoded (as an exporter would) and answers
+//! The items stay on the host: the guest gets them encoded (as an exporter would) and answers
 //! with edits, which the `edit` module checks whole and applies. A fault of any kind — a trap,
 //! a deadline, an error returned, an answer refused, lanes backing off after faults, the
 //! processor disabled at setup — sends the batch on unprocessed (`on_fault = "pass"`) or drops
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::logs::LogBatch;
 use opentelemetry_sdk::trace::SpanData;
@@ -20,17 +22,31 @@ use super::exporter::Lanes;
 use super::instance::Payload;
 use super::interface::{Role, Signal};
 use super::log_edit::{self, LogItem};
+use super::metric_edit;
 use super::{GuestOutputCopy, HostInputs, setup_error, start_role_lanes};
 use crate::batch::{ExporterStats, ProcessorCounts};
 use crate::bindings::edit_types::ItemEdit;
+use crate::bindings::types::Encoding;
 use crate::config::{
     BatchConfig, DEFAULT_PROCESSOR_CALL_TIMEOUT_MS, OnFault, ProcessorSpec, WasmExporterSpec,
 };
 use crate::encoding::logs::encode_logs;
+use crate::encoding::metrics_otlp::{encode_otlp_metrics, otlp_data_points, typed_positions};
 use crate::error::{LensError, WasmSetupError};
 use crate::trace::ExportStage;
 
-/// A span processor running a sandboxed WebAssembly component, shared by the exporters it
+/// What a metric processor did to one collection.
+#[derive(Debug, Clone)]
+pub(crate) enum MetricsOutcome {
+    /// Its answer, applied (to replay on another form of the same collection).
+    Edited(Vec<ItemEdit>),
+    /// Passed on unprocessed after a fault (`on_fault = "pass"`).
+    Unprocessed,
+    /// Dropped whole after a fault (`on_fault = "drop"`).
+    Dropped,
+}
+
+/// A processor running a sandboxed WebAssembly component, shared by the exporters it
 /// applies to: as many instances as batches may go through it at once (each exporter's batches
 /// run on that exporter's worker threads).
 pub struct WasmProcessor {
@@ -126,7 +142,7 @@ impl WasmProcessor {
     }
 
     /// [`from_config`](Self::from_config) for the processor of `signal` (`Signal::Logs`: a
-    /// `log-processor`), with a copy of the guest's output sent to `output` (`lens check` shows
+    /// `log-processor`, `Signal::Metrics`: a `metric-processor`), with a copy of the guest's output sent to `output` (`lens check` shows
     /// it per case).
     pub fn from_config_with_output(
         name: &str,
@@ -210,25 +226,111 @@ impl WasmProcessor {
         let counts = match applied {
             Ok(dropped) => ProcessorCounts { dropped, faults: 0 },
             Err(why) => {
-                if let Some(why) = why {
-                    log::warn!(
-                        "{why}; the batch of {n} {} is {}",
-                        self.signal.items(),
-                        self.fault_fate()
-                    );
-                }
-                let drop = self.on_fault == OnFault::Drop;
-                if drop {
+                let counts = self.fault(why, n, self.signal.items());
+                if counts.dropped > 0 {
                     items.clear();
                 }
-                ProcessorCounts {
-                    dropped: if drop { n } else { 0 },
-                    faults: n,
-                }
+                counts
             }
         };
         self.stats.record_processor_batch(n, counts);
         (items, counts)
+    }
+
+    /// What a fault does to `n` items (`noun`): logged with `why` when there is one, all
+    /// dropped or all passed on as `on_fault` says, all counted as having met it.
+    fn fault(&self, why: Option<String>, n: u64, noun: &str) -> ProcessorCounts {
+        if let Some(why) = why {
+            log::warn!("{why}; the batch of {n} {noun} is {}", self.fault_fate());
+        }
+        let drop = self.on_fault == OnFault::Drop;
+        ProcessorCounts {
+            dropped: if drop { n } else { 0 },
+            faults: n,
+        }
+    }
+
+    /// Runs the processor on one metric collection (as an OTLP request: what an OTLP or wasm
+    /// metric exporter after it takes), edited in place: what it did, counted in data points.
+    /// Never fails: a fault leaves the collection as it is or empties it, as `on_fault` says.
+    pub fn process_metrics(&self, request: &mut ExportMetricsServiceRequest) -> ProcessorCounts {
+        self.process_metrics_outcome(request).1
+    }
+
+    /// [`process_metrics`](Self::process_metrics), with the answer applied (to replay on
+    /// another form of the same collection).
+    pub(crate) fn process_metrics_outcome(
+        &self,
+        request: &mut ExportMetricsServiceRequest,
+    ) -> (MetricsOutcome, ProcessorCounts) {
+        let points = otlp_data_points(request);
+        if metric_edit::count(request) == 0 {
+            return (
+                MetricsOutcome::Edited(Vec::new()),
+                ProcessorCounts::default(),
+            );
+        }
+        let answer = match &self.lanes {
+            None => Err(None),
+            Some(_) => self.answer_metrics(request).map_err(Some),
+        };
+        let applied = answer.and_then(|edits| match metric_edit::apply(request, &edits) {
+            Ok(dropped) => Ok((dropped, edits)),
+            Err(e) => Err(self.refused(e)),
+        });
+        let (outcome, counts) = match applied {
+            Ok((dropped, edits)) => (
+                MetricsOutcome::Edited(edits),
+                ProcessorCounts { dropped, faults: 0 },
+            ),
+            Err(why) => {
+                let counts = self.fault(why, points, "data points");
+                if counts.dropped > 0 {
+                    request.resource_metrics.clear();
+                    (MetricsOutcome::Dropped, counts)
+                } else {
+                    (MetricsOutcome::Unprocessed, counts)
+                }
+            }
+        };
+        self.stats.record_processor_batch(points, counts);
+        (outcome, counts)
+    }
+
+    /// The guest's raw answer to `request` (not checked, not applied), its indices counted
+    /// among all of the request's metrics. `Err` on a fault or a guest error.
+    pub(crate) fn answer_metrics(
+        &self,
+        request: &ExportMetricsServiceRequest,
+    ) -> Result<Vec<ItemEdit>, String> {
+        let Some(lanes) = &self.lanes else {
+            return Err("the processor is disabled".into());
+        };
+        let mut typed = false;
+        let mut edits = lanes
+            .process(|preferences, _| {
+                typed = matches!(preferences.encoding, Encoding::Typed);
+                Payload::Metrics(encode_otlp_metrics(request, preferences.encoding))
+            })
+            .map_err(|e| e.to_string())?;
+        if typed {
+            // The typed encoding leaves out summaries: its indices skip them.
+            let positions = typed_positions(request);
+            let all = request
+                .resource_metrics
+                .iter()
+                .flat_map(|r| &r.scope_metrics)
+                .map(|s| s.metrics.len())
+                .sum::<usize>();
+            if positions.len() != all {
+                for e in &mut edits {
+                    e.index = positions
+                        .get(e.index as usize)
+                        .map_or(u32::MAX, |&p| p as u32);
+                }
+            }
+        }
+        Ok(edits)
     }
 
     /// The guest's raw answer to `spans` (not checked, not applied), with the spans back:
@@ -275,6 +377,18 @@ impl WasmProcessor {
         }
     }
 
+    /// One more exporter uses it.
+    pub(crate) fn retain(&self) {
+        self.users.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An exporter using it shut down: the last one shuts its instances down.
+    pub(crate) fn release(&self, timeout: Duration) {
+        if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shutdown(timeout);
+        }
+    }
+
     /// Shuts its instances down (each `shutdown` within the call deadline; all within
     /// `timeout`).
     pub fn shutdown(&self, timeout: Duration) {
@@ -296,14 +410,11 @@ impl ExportStage<SpanData> for WasmProcessor {
     }
 
     fn retain(&self) {
-        self.users.fetch_add(1, Ordering::AcqRel);
+        WasmProcessor::retain(self)
     }
 
-    /// The last batch processor using it shuts its instances down.
     fn release(&self, timeout: Duration) {
-        if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.shutdown(timeout);
-        }
+        WasmProcessor::release(self, timeout)
     }
 
     fn set_resource(&self, resource: &Resource) {
@@ -323,11 +434,11 @@ impl ExportStage<LogItem> for WasmProcessor {
     }
 
     fn retain(&self) {
-        <Self as ExportStage<SpanData>>::retain(self)
+        WasmProcessor::retain(self)
     }
 
     fn release(&self, timeout: Duration) {
-        <Self as ExportStage<SpanData>>::release(self, timeout)
+        WasmProcessor::release(self, timeout)
     }
 
     fn set_resource(&self, resource: &Resource) {

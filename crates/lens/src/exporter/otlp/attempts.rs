@@ -17,7 +17,7 @@ use crate::batch::ExporterStats;
 pub(crate) struct Attempts(Arc<AtomicU64>);
 
 impl Attempts {
-    fn sent(&self) {
+    pub(crate) fn sent(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 

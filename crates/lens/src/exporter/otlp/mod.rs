@@ -2,9 +2,11 @@
 //!
 //! Batch processors call `export` from their own thread with no tokio runtime; tonic needs one.
 //! The gRPC exporters therefore get a small shared runtime and every call is driven on it.
-//! The `attempts` module counts the requests of each export, retries included.
+//! The `attempts` module counts the requests of each export, retries included; `request` sends
+//! metrics requests Lens edited itself, with the same settings and retries.
 
 mod attempts;
+mod request;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,6 +28,7 @@ use crate::config::{OtlpExporterSpec, OtlpProtocol};
 use crate::error::LensError;
 use crate::signal::Signal;
 use attempts::{Attempts, CountingClient};
+pub(crate) use request::OtlpRequestSender;
 
 /// The runtime tonic runs on; one per installation, shared by its gRPC exporters.
 pub(crate) fn grpc_runtime() -> Result<Arc<tokio::runtime::Runtime>, LensError> {

@@ -1,6 +1,7 @@
-//! A processor for tests (`lens:exporter@0.4.0`, world `all-processors`: spans and log records;
-//! its metric processor edits nothing). `settings.mode` picks what it does, to spans and to log
-//! records alike (where a log record's "name" is its severity text, for `filter`):
+//! A processor for tests (`lens:exporter@0.4.0`, world `all-processors`: spans, metrics and log
+//! records). `settings.mode` picks what it does, to spans, metrics and log records alike (where
+//! a log record's "name" is its severity text, for `filter`; a metric's attributes are those of
+//! its data points, for `redact`):
 //! - `noop`: answers no edit (any `encoding`: `typed`, `otlp-protobuf`, `otlp-json`);
 //! - `redact`: removes the attributes named in `keys` (comma-separated) from every span holding
 //!   one, and sets `lens.redacted = true` on it;
@@ -11,7 +12,9 @@
 //!   `error` (returns an error), `out-of-range`, `duplicate`, `set-body` (answers the host
 //!   refuses for spans), `set-status` (refused for log records), `refuse-init`, `trap-init`;
 //! - log records only: `rewrite` renames each record's event to `lens.event`, sets `index`,
-//!   and replaces the body of odd ones with `[redacted]`.
+//!   and replaces the body of odd ones with `[redacted]`;
+//! - metrics: `rewrite` renames each metric to `<name>.x` and sets `index` on its data points
+//!   (no status).
 
 use std::sync::Mutex;
 
@@ -22,7 +25,7 @@ use exports::lens::exporter::metric_processor::Guest as MetricGuest;
 use exports::lens::exporter::span_processor::Guest;
 use lens::exporter::edit_types::{Action, Change, ItemEdit};
 use lens::exporter::log_types::LogBatch;
-use lens::exporter::metric_types::MetricBatch;
+use lens::exporter::metric_types::{Metric, MetricBatch, MetricData};
 use lens::exporter::types::{Batch, Encoding, KeyValue, Resource, Status, Value};
 
 #[derive(Default)]
@@ -249,17 +252,77 @@ impl LogGuest for Processor {
 }
 
 impl MetricGuest for Processor {
-    fn init(_settings: Vec<(String, String)>, _resource: Resource) -> Result<Encoding, String> {
-        Ok(Encoding::Typed)
+    fn init(settings: Vec<(String, String)>, resource: Resource) -> Result<Encoding, String> {
+        <Processor as Guest>::init(settings, resource)
     }
 
-    fn process(_batch: MetricBatch) -> Result<Vec<ItemEdit>, String> {
-        Ok(Vec::new())
+    fn process(batch: MetricBatch) -> Result<Vec<ItemEdit>, String> {
+        let state = called();
+        let metrics: Vec<_> = match &batch {
+            MetricBatch::Typed(groups) => groups.iter().flat_map(|g| g.metrics.iter()).collect(),
+            _ => Vec::new(),
+        };
+        match state.mode.as_str() {
+            "noop" => Ok(Vec::new()),
+            // A metric's attributes: every key of any of its data points.
+            "redact" => {
+                let keys: Vec<Vec<KeyValue>> = metrics.iter().map(|m| point_keys(m)).collect();
+                Ok(redact(keys.iter().map(|k| &k[..]), &state.keys))
+            }
+            "filter" => Ok(metrics
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| state.names.contains(&m.name))
+                .map(|(i, _)| ItemEdit {
+                    index: i as u32,
+                    action: Action::Drop,
+                })
+                .collect()),
+            "rewrite" => Ok(metrics
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    edit(
+                        i,
+                        vec![
+                            Change::Rename(format!("{}.x", m.name)),
+                            Change::SetAttribute(KeyValue {
+                                key: "index".into(),
+                                value: Value::S64(i as i64),
+                            }),
+                        ],
+                    )
+                })
+                .collect()),
+            _ => {
+                let n = metrics.len();
+                misbehave(state, n).unwrap_or_else(|| Err("unknown mode".into()))
+            }
+        }
     }
 
     fn shutdown() -> Result<(), String> {
         Ok(())
     }
+}
+
+/// The attributes of every data point of `m` (one entry per key).
+fn point_keys(m: &Metric) -> Vec<KeyValue> {
+    let lists: Vec<&Vec<KeyValue>> = match &m.data {
+        MetricData::Gauge(g) => g.data_points.iter().map(|p| &p.attributes).collect(),
+        MetricData::Sum(s) => s.data_points.iter().map(|p| &p.attributes).collect(),
+        MetricData::Histogram(h) => h.data_points.iter().map(|p| &p.attributes).collect(),
+        MetricData::ExponentialHistogram(h) => {
+            h.data_points.iter().map(|p| &p.attributes).collect()
+        }
+    };
+    let mut all: Vec<KeyValue> = Vec::new();
+    for kv in lists.into_iter().flatten() {
+        if !all.iter().any(|a| a.key == kv.key) {
+            all.push(kv.clone());
+        }
+    }
+    all
 }
 
 export!(Processor);

@@ -1,4 +1,5 @@
-//! When a batch a guest called `retryable` is sent again.
+//! When a batch is sent again: one a wasm guest called `retryable`, or an OTLP request Lens
+//! sends itself (metrics edited by processors: `exporter::otlp::request`).
 //!
 //! The host owns the schedule, so that no guest sleeps or spins on its own: exponential
 //! backoff from [`FIRST_RETRY`] doubling to [`MAX_RETRY_DELAY`], each wait jittered down to
@@ -7,7 +8,7 @@
 //! (a guest answering `retryable` with a delay of 0 would otherwise spin, holding its caller).
 //! Every attempt must start before the batch's export deadline: a wait that would end past it
 //! gives up, and the batch is dropped as "export failed after N attempts". The same bounds as
-//! the OTLP exporters' retry policy (`exporter::otlp`).
+//! opentelemetry-otlp exporters' retry policy (`exporter::otlp`).
 //!
 //! Time and randomness are passed in, so the schedule is tested without sleeping.
 
