@@ -72,7 +72,7 @@ build_python() {
     -p "$here/python-jsonl" app -o "$dist/python-jsonl.wasm" >/dev/null
   "$venv/bin/componentize-py" -d "$wit" -w exporter componentize -p "$sdk" -p "$deps" \
     -p "$here/python-seed" app -o "$dist/python-seed.wasm" >/dev/null
-  "$venv/bin/componentize-py" -d "$wit" -w span-processors componentize -p "$sdk" -p "$deps" \
+  "$venv/bin/componentize-py" -d "$wit" -w all-processors componentize -p "$sdk" -p "$deps" \
     -p "$here/python-redact" app -o "$dist/python-redact.wasm" >/dev/null
   # Not an example: the SDK's test guest (tests/all/guests/python_sdk.rs).
   "$venv/bin/componentize-py" -d "$wit" -w exporter componentize -p "$sdk" -p "$deps" \
@@ -93,7 +93,7 @@ build_js() {
   "$js/node_modules/.bin/componentize-js" "$here/js-jsonl/exporter.js" --wit "$wit" -n all-signals \
     -o "$dist/js-jsonl.wasm" -d http -d fetch-event >/dev/null
   "$js/node_modules/.bin/componentize-js" "$here/js-filter/processor.js" --wit "$wit" \
-    -n span-processors -o "$dist/js-filter.wasm" -d http -d fetch-event >/dev/null
+    -n all-processors -o "$dist/js-filter.wasm" -d http -d fetch-event >/dev/null
   # componentize-qjs (same package) is not used: its --sync runtime has no console or stdio,
   # and its default runtime needs the component-model async ABI. See docs/writing-an-exporter.md.
 }

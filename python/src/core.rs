@@ -52,7 +52,7 @@ impl Entry {
             .map_err(|e| load_error(format!("invalid exporter settings: {e}")))?;
         let config = LensConfig::from_env().map_err(load_error)?;
         let mut entry = Self::new(&config, spec, signal);
-        entry.processors = processors_of(processors, &entry.name, signal)?;
+        entry.processors = processors_of(processors, &entry.name)?;
         Ok(entry)
     }
 
@@ -148,18 +148,9 @@ impl Entry {
 }
 
 /// The `processors` keyword's entries (each a processor entry's keys), checked as in a file.
-pub fn processors_of(
-    value: serde_json::Value,
-    exporter: &str,
-    signal: Signal,
-) -> PyResult<Vec<ProcessorSpec>> {
+pub fn processors_of(value: serde_json::Value, exporter: &str) -> PyResult<Vec<ProcessorSpec>> {
     let processors: Vec<ProcessorSpec> = serde_json::from_value(value)
         .map_err(|e| load_error(format!("invalid processors: {e}")))?;
-    if signal == Signal::Metrics && !processors.is_empty() {
-        return Err(load_error(
-            "processors apply to spans and log records in this version of Lens, not to metrics",
-        ));
-    }
     let names = std::collections::BTreeSet::from([exporter.to_string()]);
     for (i, p) in processors.iter().enumerate() {
         p.validate(&names)
@@ -168,8 +159,8 @@ pub fn processors_of(
     Ok(processors)
 }
 
-/// The entry's sandboxed processors, started (each with one instance); they run in the
-/// hand-off queue, before the exporter.
+/// The entry's sandboxed processors as the stages of its hand-off queue (spans, log
+/// records), before the exporter.
 pub fn stages<T: 'static>(
     py: Python<'_>,
     entry: &Entry,
@@ -178,6 +169,19 @@ pub fn stages<T: 'static>(
 where
     WasmProcessor: ExportStage<T>,
 {
+    Ok(processors(py, entry, blocking)?
+        .into_iter()
+        .map(|p| p as Arc<dyn ExportStage<T>>)
+        .collect())
+}
+
+/// The entry's sandboxed processors, started (each with one instance); they run in the
+/// hand-off queue, before the exporter.
+pub fn processors(
+    py: Python<'_>,
+    entry: &Entry,
+    blocking: bool,
+) -> PyResult<Vec<Arc<WasmProcessor>>> {
     if blocking && !entry.processors.is_empty() {
         return Err(load_error(format!(
             "wasm exporter `{}`: processors run in Lens's hand-off queue, before the exporter; \
@@ -195,7 +199,7 @@ where
             py.detach(|| {
                 WasmProcessor::from_config_with_output(&name, spec, entry.signal, &empty, none)
             })
-            .map(|(p, _)| Arc::new(p) as Arc<dyn ExportStage<T>>)
+            .map(|(p, _)| Arc::new(p))
             .map_err(load_error)
         })
         .collect()

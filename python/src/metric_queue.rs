@@ -14,7 +14,8 @@ use lens::opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServi
 use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
 use lens::trace::{DirectExport, DropReason, ExporterStats};
-use lens::wasm::WasmMetricExporter;
+use lens::wasm::processor::run_metric_processors;
+use lens::wasm::{WasmMetricExporter, WasmProcessor};
 
 use crate::following::Following;
 use crate::handoff::Queue;
@@ -36,24 +37,34 @@ pub struct MetricQueue {
     worker: Mutex<Option<JoinHandle<()>>>,
     exporter: Arc<Following<WasmMetricExporter>>,
     stats: Arc<ExporterStats>,
+    /// Run on each collection before the export, in order.
+    processors: Vec<Arc<WasmProcessor>>,
 }
 
 impl MetricQueue {
-    /// Starts the export thread (`lens-metrics-{name}`) of `exporter`.
+    /// Starts the export thread (`lens-metrics-{name}`) of `exporter`, which runs
+    /// `processors` on each collection first.
     pub fn new(
         name: &str,
         exporter: Arc<Following<WasmMetricExporter>>,
         stats: Arc<ExporterStats>,
+        processors: Vec<Arc<WasmProcessor>>,
     ) -> Self {
         let (jobs, queued) = bounded::<Job>(QUEUED_COLLECTIONS);
         let (done_tx, done) = bounded(1);
         let guest = exporter.clone();
+        let (before, counts) = (processors.clone(), stats.clone());
         let worker = std::thread::Builder::new()
             .name(format!("lens-metrics-{name}"))
             .spawn(move || {
                 for job in queued {
                     match job {
-                        Job::Export(ticket, request) => {
+                        Job::Export(ticket, mut request) => {
+                            let processed = run_metric_processors(&before, &mut request);
+                            // Nothing left (or the shutdown already counted it): no export.
+                            let Some(ticket) = counts.processed_direct(ticket, &processed) else {
+                                continue;
+                            };
                             let result = guest.with(|e| e.export_otlp_counted(&request, ticket));
                             if let Err(e) = result {
                                 log::warn!("{e}");
@@ -73,6 +84,7 @@ impl MetricQueue {
             worker: Mutex::new(Some(worker)),
             exporter,
             stats,
+            processors,
         }
     }
 
@@ -135,6 +147,10 @@ impl Queue for MetricQueue {
         }
         // A guest hung in an export gets the rest of the time to give up (the lanes' shutdown
         // does not wait past it).
+        let left = timeout.saturating_sub(started.elapsed());
+        for p in &self.processors {
+            p.shutdown(left);
+        }
         let left = timeout.saturating_sub(started.elapsed());
         let shut = self.exporter.with(|e| e.shutdown_with_timeout(left));
         if drained {

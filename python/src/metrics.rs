@@ -3,7 +3,8 @@
 //! The Python SDK's reader calls `export` on a thread of its own once per interval, and on the
 //! application's when it flushes or shuts the meter provider down: the collection is read under
 //! the GIL into an OTLP request, then handed off to the [`MetricQueue`]'s export thread (the
-//! default), or exported while the caller waits with the GIL released (`blocking=True`).
+//! default), or exported while the caller waits with the GIL released (`blocking=True`). The
+//! queue runs the entry's sandboxed processors (`[[metrics.processors]]`) before the export.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,7 +18,7 @@ use lens::wasm::metric_exporter::otlp_data_points;
 use pyo3::prelude::*;
 
 use crate::convert;
-use crate::core::{Entry, load_error};
+use crate::core::{Entry, load_error, processors};
 use crate::following::Following;
 use crate::handoff::{Core, core_methods};
 use crate::metric_queue::MetricQueue;
@@ -32,9 +33,10 @@ impl MetricCore {
         let (exporter, stats) = py
             .detach(|| WasmMetricExporter::from_config(&entry.name, &entry.spec, &empty))
             .map_err(load_error)?;
+        let processors = processors(py, &entry, blocking)?;
         let (name, queue_stats) = (entry.name.clone(), stats.clone());
         let queue = (!blocking).then_some(move |f: Arc<Following<WasmMetricExporter>>| {
-            MetricQueue::new(&name, f, queue_stats)
+            MetricQueue::new(&name, f, queue_stats, processors)
         });
         Ok(Self(Core::new(
             entry,

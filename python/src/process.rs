@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lens::Signal;
 use lens::opentelemetry::trace::Status;
 use lens::opentelemetry::{Array, KeyValue, Value};
 use lens::opentelemetry_sdk::Resource;
@@ -41,7 +40,7 @@ impl ProcessCore {
     fn new(py: Python<'_>, processors_json: &str, name: String) -> PyResult<Self> {
         let value = serde_json::from_str(processors_json)
             .map_err(|e| load_error(format!("invalid processors: {e}")))?;
-        let specs = processors_of(value, &name, Signal::Traces)?;
+        let specs = processors_of(value, &name)?;
         let empty = Resource::builder_empty().build();
         let processors = specs
             .iter()

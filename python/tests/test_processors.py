@@ -1,6 +1,7 @@
-"""Sandboxed span processors in Python ranks: the `processors` keyword (and a config file's
-`[[traces.processors]]`) runs components on each batch before the exporter, in Lens's hand-off
-queue, with the accounting of a Rust rank: with the real NeMo Lens, and standalone."""
+"""Sandboxed processors in Python ranks: the `processors` keyword (and a config file's
+`[[traces.processors]]`) runs components on each batch (spans, log records) or collection
+(metrics) before the exporter, in Lens's hand-off queue, with the accounting of a Rust rank:
+with the real NeMo Lens, and standalone."""
 
 from __future__ import annotations
 
@@ -232,8 +233,8 @@ def test_processors_are_refused_where_they_cannot_run(guests, tmp_path):
     redact = [{"path": guests["processor"], "settings": {"mode": "noop"}}]
     with pytest.raises(lens.ExporterLoadError, match="cannot be used with blocking=True"):
         lens.WasmSpanExporter(guests["recorder"], blocking=True, processors=redact, **keywords)
-    with pytest.raises(lens.ExporterLoadError, match="not to metrics"):
-        lens.WasmMetricExporter(guests["recorder"], processors=redact, **keywords)
+    with pytest.raises(lens.ExporterLoadError, match="cannot be used with blocking=True"):
+        lens.WasmMetricExporter(guests["recorder"], blocking=True, processors=redact, **keywords)
     with pytest.raises(lens.ExporterLoadError, match="on_fault"):
         lens.WasmSpanExporter(
             guests["recorder"], processors=[{**redact[0], "on_fault": "retry"}], **keywords
@@ -321,3 +322,67 @@ def test_edited_spans_keep_their_identity_and_the_rest_is_passed_as_it_was(guest
     provider.shutdown()
     assert [s.name for s in memory.get_finished_spans()] == ["s"]
     assert exporter.stats()["processor_faults"] == 1
+
+
+METRICS_RANK = """
+import json, sys
+from nemo.lens import NemoLensConfig, setup_telemetry
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+import lens
+
+recorder, out, processors = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+exporter = lens.WasmMetricExporter(
+    recorder,
+    settings={"out": "/out/batches.jsonl", "encoding": "typed"},
+    preopens=[{"host": out, "guest": "/out", "read_only": False}],
+    processors=processors,
+)
+config = NemoLensConfig(enabled=True, run_id="job-11")
+handle = setup_telemetry(
+    config, rank=0, world_size=1,
+    metric_reader=PeriodicExportingMetricReader(exporter, export_interval_millis=3_600_000),
+)
+tokens = handle.meter.create_counter("train.tokens")
+noise = handle.meter.create_counter("noise")
+for i in range(10):
+    tokens.add(100, {"user": f"u{i % 2}"})
+    noise.add(1, {"i": i})
+handle.shutdown()
+print(json.dumps(exporter.stats()))
+"""
+
+
+@pytest.mark.nemo
+def test_a_nemo_lens_rank_filters_and_redacts_metrics_before_its_sandboxed_exporter(
+    guests, tmp_path
+):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            METRICS_RANK,
+            guests["recorder"],
+            str(tmp_path),
+            json.dumps(processors(guests, keys="user")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout.splitlines()[-1])
+    collections = [line["metrics"] for line in recorded(tmp_path) if "metrics" in line]
+    assert collections
+    for metrics in collections:
+        names = {m["name"] for m in metrics}
+        assert "train.tokens" in names and "noise" not in names, names
+        tokens = [p for m in metrics if m["name"] == "train.tokens" for p in m["points"]]
+        # Both data points (u0, u1) kept: a removed attribute does not merge points.
+        assert len(tokens) == 2
+        assert all("user" not in p["attributes"] for p in tokens)
+        assert all(p["attributes"]["lens.redacted"] == {"bool": True} for p in tokens)
+    # The noise counter's ten data points dropped by the filter in each collection.
+    dropped = 10 * len(collections)
+    assert stats["processors"]["quiet"] == {"dropped": dropped, "faults": 0}
+    assert stats["dropped_processor"] == dropped == stats["dropped"]
+    assert stats["received"] == stats["exported"] + dropped

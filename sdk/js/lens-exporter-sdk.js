@@ -18,7 +18,7 @@
 //
 // A span processor (world `span-processors`) is `processSpans(factory)`, exported as
 // `spanProcessor`: its `process(spans, edits)` records in an `Edits` what happens to the spans
-// that change, by index.
+// that change, by index (metric and log processors: `processMetrics`, `processLogs`).
 //
 // Differences from OpenTelemetry JS, all forced by the sandbox or by exactness:
 // - `export` must call `resultCallback` before it returns, and `shutdown`/`forceFlush` must
@@ -366,17 +366,19 @@ export class Edits {
     this.#items.set(this.#index(index), null);
   }
 
-  /** Sets attribute `key` of span `index`, replacing one with that key. */
+  /** Sets attribute `key` of item `index`, replacing one with that key (on a metric: on each
+   * of its data points). */
   setAttribute(index, key, value) {
     this.#change(index, { tag: "set-attribute", val: { key, value: witValue(value) } });
   }
 
-  /** Removes attribute `key` of span `index`, if it has one. */
+  /** Removes attribute `key` of item `index`, if it has one (on a metric: from each of its
+   * data points). */
   removeAttribute(index, key) {
     this.#change(index, { tag: "remove-attribute", val: key });
   }
 
-  /** Renames span `index` (a log record: sets its event name). */
+  /** Renames item `index`: a span, a metric (a log record: sets its event name). */
   rename(index, name) {
     this.#change(index, { tag: "rename", val: name });
   }
@@ -436,6 +438,25 @@ export class Edits {
  * ```
  */
 export const processSpans = (factory) => processor(factory, spans);
+
+/** The `metricProcessor` export (world `metric-processors`): as `processSpans`, the
+ * processor's `process(metrics, edits)` getting the collection's `MetricData`, in order across
+ * scopes; a dropped metric takes its data points with it, and `edits.setAttribute(i, key, v)` /
+ * `removeAttribute` apply to each of its data points:
+ *
+ * ```js
+ * export const metricProcessor = processMetrics(() => ({
+ *   process(metrics, edits) {
+ *     metrics.forEach((m, i) => { if (m.descriptor.name === "train.grad_norm") edits.drop(i); });
+ *   },
+ * }));
+ * ```
+ */
+export const processMetrics = (factory) => processor(factory, metricsInOrder);
+
+// The `MetricData` of a collection, in batch order (resource, scope, metric).
+const metricsInOrder = (request) =>
+  (request.resourceMetrics ?? []).flatMap((rm) => (rm.scopeMetrics ?? []).flatMap((sm) => (sm.metrics ?? []).map(metricData)));
 
 /** The `logProcessor` export (world `log-processors`): as `processSpans`, the processor's
  * `process(records, edits)` getting the batch's `ReadableLogRecord`s; `edits.rename(i, name)`

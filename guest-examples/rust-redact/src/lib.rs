@@ -1,9 +1,11 @@
-//! A span and log processor that strips prompts and completions (and any attribute named in
-//! `keys`) before spans and log records leave the node: every attribute named in `keys`
-//! (default: the OpenTelemetry GenAI attributes that carry user content) is removed, or with
-//! `mask = "true"` replaced by `[REDACTED]`, and the item gets `lens.redacted = true`. Items
-//! without such an attribute are not named in the answer, so they cross nothing back. The same
-//! component serves `[[traces.processors]]` and `[[logs.processors]]`.
+//! A span, metric and log processor that strips prompts and completions (and any attribute
+//! named in `keys`) before spans, metrics and log records leave the node: every attribute named
+//! in `keys` (default: the OpenTelemetry GenAI attributes that carry user content) is removed,
+//! or with `mask = "true"` replaced by `[REDACTED]`, and the item gets `lens.redacted = true`
+//! (a metric: on each of its data points, when any of them holds such a key, e.g. `user`).
+//! Items without such an attribute are not named in the answer, so they cross nothing back.
+//! The same component serves `[[traces.processors]]`, `[[metrics.processors]]` and
+//! `[[logs.processors]]`.
 //!
 //! ```toml
 //! [[traces.processors]]
@@ -13,7 +15,11 @@
 //! settings = { keys = "gen_ai.prompt,gen_ai.completion", mask = "false" }
 //! ```
 
-use lens_exporter_sdk::{Config, Edits, LogBatch, LogProcessor, SpanBatch, SpanProcessor};
+use std::collections::BTreeSet;
+
+use lens_exporter_sdk::{
+    Config, Edits, LogBatch, LogProcessor, MetricBatch, MetricProcessor, SpanBatch, SpanProcessor,
+};
 
 /// The GenAI attributes holding what users and models said.
 const DEFAULT_KEYS: &str = "gen_ai.prompt,gen_ai.completion,gen_ai.input.messages,\
@@ -69,6 +75,29 @@ impl LogProcessor for Redact {
     }
 }
 
+impl MetricProcessor for Redact {
+    fn new(config: Config) -> Result<Self, String> {
+        <Redact as SpanProcessor>::new(config)
+    }
+
+    fn process(&mut self, batch: MetricBatch<'_>, edits: &mut Edits) -> Result<(), String> {
+        let MetricBatch::Scopes(scopes) = batch else {
+            return Err("this processor reads typed collections".into());
+        };
+        for (i, metric) in scopes.iter().flat_map(|s| &s.metrics).enumerate() {
+            // Each key once, whichever data points hold it.
+            let keys: BTreeSet<&str> = metric
+                .data_point_attributes()
+                .into_iter()
+                .flatten()
+                .map(|kv| kv.key.as_str())
+                .collect();
+            self.redact(i, keys.into_iter(), edits);
+        }
+        Ok(())
+    }
+}
+
 impl Redact {
     /// The edits of item `i`, whose attributes have `keys`.
     fn redact<'a>(&self, i: usize, keys: impl Iterator<Item = &'a str>, edits: &mut Edits) {
@@ -89,4 +118,8 @@ impl Redact {
     }
 }
 
-lens_exporter_sdk::export!(span_processor: Redact, log_processor: Redact);
+lens_exporter_sdk::export!(
+    span_processor: Redact,
+    metric_processor: Redact,
+    log_processor: Redact,
+);

@@ -29,9 +29,9 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
     - ``forward_stdio``: the guest's stdout/stderr to this process's logging (default ``True``,
       as in the TOML);
     - ``name``: the name in messages and statistics (default: the file's stem);
-    - ``processors`` (spans and log records, hand-off only): sandboxed processors run on each
-      batch before the exporter, in order, each a ``[[traces.processors]]`` (or
-      ``[[logs.processors]]``) entry as a dict:
+    - ``processors`` (hand-off only): sandboxed processors run on each batch (or metric
+      collection) before the exporter, in order, each a ``[[traces.processors]]`` (or
+      ``[[metrics.processors]]``, ``[[logs.processors]]``) entry as a dict:
       ``[{"path": "redact.wasm", "on_fault": "drop", "settings": {"keys": "gen_ai.prompt"}}]``
       (``docs/processors.md``); what they drop counts as ``dropped_processor``."""
 

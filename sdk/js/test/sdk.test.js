@@ -293,3 +293,28 @@ test("a log processor gets the batch's records and answers its edits", async () 
     { index: 1, action: { tag: "edit", val: [{ tag: "set-body", val: "[redacted]" }] } },
   ]);
 });
+
+test("a metric processor gets the collection's metrics in order across scopes", async () => {
+  const { processMetrics } = await import("../lens-exporter-sdk.js");
+  const component = processMetrics(() => ({
+    process(metrics, edits) {
+      metrics.forEach((m, i) => {
+        if (m.descriptor.name === "hot") edits.drop(i);
+        else edits.rename(i, `${m.descriptor.name}.x`);
+      });
+    },
+  }));
+  assert.equal(component.init([], resource), "otlp-json");
+  const gauge = (name) => ({ name, gauge: { dataPoints: [{ asDouble: 1.5, timeUnixNano: "1" }] } });
+  const request = {
+    resourceMetrics: [{ scopeMetrics: [
+      { scope: { name: "a" }, metrics: [gauge("loss")] },
+      { scope: { name: "b" }, metrics: [gauge("hot"), gauge("tokens")] },
+    ] }],
+  };
+  assert.deepEqual(component.process({ tag: "otlp-json", val: JSON.stringify(request) }), [
+    { index: 0, action: { tag: "edit", val: [{ tag: "rename", val: "loss.x" }] } },
+    { index: 1, action: { tag: "drop" } },
+    { index: 2, action: { tag: "edit", val: [{ tag: "rename", val: "tokens.x" }] } },
+  ]);
+});

@@ -16,7 +16,8 @@ The factory receives the exporter's `settings` table (a `dict` of strings; its `
 attribute is the rank's OpenTelemetry `Resource`) and is called once per instance, when the host
 calls `init`.
 
-A span processor (world `span-processors`) is bound the same way, to `SpanProcessor`::
+A span processor (world `span-processors`) is bound the same way, to `SpanProcessor` (and a
+metric or log processor to `MetricProcessor`, `LogProcessor`)::
 
     SpanProcessor = lens_exporter_sdk.span_processor(lambda settings: MyProcessor(settings))
 
@@ -52,6 +53,7 @@ __all__ = [
     "log_exporter",
     "metric_exporter",
     "log_processor",
+    "metric_processor",
     "span_exporter",
     "span_processor",
 ]
@@ -373,4 +375,43 @@ def log_processor(factory):
 
     return _processor_class(
         exports.LogProcessor, factory, log_types.LogBatch_OtlpJson, _otlp.logs, "LogProcessor"
+    )
+
+
+def _metrics_in_order(request):
+    """The `Metric`s of an OTLP/JSON collection, in batch order (resource, scope, metric)."""
+    data = _otlp.metrics(request)
+    return [m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics]
+
+
+def metric_processor(factory):
+    """The `MetricProcessor` component class (world `metric-processors`): as `span_processor`,
+    the processor's `process(metrics, edits)` receiving the collection's SDK `Metric`s (each
+    with its data points), in order across scopes; a dropped metric takes its data points with
+    it, and `edits.set_attribute(i, key, value)` / `remove_attribute` apply to each of its data
+    points::
+
+        class Downsample:
+            def __init__(self):
+                self.collections = 0
+
+            def process(self, metrics, edits):
+                self.collections += 1
+                if self.collections % 10 != 1:
+                    for i, m in enumerate(metrics):
+                        if m.name == "train.grad_norm":
+                            edits.drop(i)
+
+
+        MetricProcessor = lens_exporter_sdk.metric_processor(lambda settings: Downsample())
+    """
+    from wit_world import exports
+    from wit_world.imports import metric_types
+
+    return _processor_class(
+        exports.MetricProcessor,
+        factory,
+        metric_types.MetricBatch_OtlpJson,
+        _metrics_in_order,
+        "MetricProcessor",
     )

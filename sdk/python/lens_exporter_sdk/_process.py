@@ -1,8 +1,9 @@
-"""Span processors: `span_processor(factory)` and the `Edits` a processor answers with.
+"""The `Edits` a processor (`span_processor`, `metric_processor`, `log_processor`) answers with.
 
-A processor sees each batch before the exporters it applies to and records, span by span (by
-index in the batch, the order the spans are given in), what changes. Spans it does not name
-pass unchanged; a processor naming none answers an empty list and nothing crosses back.
+A processor sees each batch before the exporters it applies to and records, item by item (by
+index in the batch, the order the spans, metrics or log records are given in), what changes.
+Items it does not name pass unchanged; a processor naming none answers an empty list and
+nothing crosses back.
 """
 
 from collections.abc import Sequence
@@ -20,16 +21,17 @@ class Edits:
         self._items[index] = None
 
     def set_attribute(self, index, key, value):
-        """Sets attribute `key` of span `index` (a str, bool, int, float, or a list of one of
-        them), replacing one with that key."""
+        """Sets attribute `key` of item `index` (a str, bool, int, float, or a list of one of
+        them), replacing one with that key (on a metric: on each of its data points)."""
         self._change(index, ("set-attribute", key, value))
 
     def remove_attribute(self, index, key):
-        """Removes attribute `key` of span `index`, if it has one."""
+        """Removes attribute `key` of item `index`, if it has one (on a metric: from each of its
+        data points)."""
         self._change(index, ("remove-attribute", key))
 
     def rename(self, index, name):
-        """Renames span `index` (a log record: sets its event name)."""
+        """Renames item `index`: a span, a metric (a log record: sets its event name)."""
         self._change(index, ("rename", name))
 
     def set_body(self, index, text):

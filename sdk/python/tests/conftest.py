@@ -73,7 +73,7 @@ imports.types, imports.metric_types, imports.log_types = wit_types, metric_types
 imports.edit_types = edit_types
 exports = types.ModuleType("wit_world.exports")
 exports.SpanExporter = exports.MetricExporter = exports.LogExporter = object
-exports.SpanProcessor = exports.LogProcessor = object
+exports.SpanProcessor = exports.MetricProcessor = exports.LogProcessor = object
 world = types.ModuleType("wit_world")
 world.imports, world.exports = imports, exports
 sys.modules.update(

@@ -156,3 +156,41 @@ def test_a_log_processor_gets_the_batch_s_records_and_answers_its_edits():
     assert answer == [(0, "drop"), (1, edit_types.Action_Edit(changes))]
     with pytest.raises(sdk.Err, match="reads OTLP/JSON"):
         component.process(types.Batch_OtlpJson("{}"))
+
+
+def test_a_metric_processor_gets_the_collection_s_metrics_in_order_and_answers_its_edits():
+    from wit_world.imports import metric_types
+
+    class Downsample:
+        def process(self, metrics, edits):
+            for i, m in enumerate(metrics):
+                if m.name == "hot":
+                    edits.drop(i)
+                else:
+                    edits.rename(i, m.name + ".x")
+                    edits.remove_attribute(i, "user")
+
+    def gauge(name):
+        point = {"asDouble": 1.5, "timeUnixNano": "1", "attributes": []}
+        return {"name": name, "gauge": {"dataPoints": [point]}}
+
+    request = {
+        "resourceMetrics": [
+            {
+                "scopeMetrics": [
+                    {"scope": {"name": "a"}, "metrics": [gauge("loss")]},
+                    {"scope": {"name": "b"}, "metrics": [gauge("hot"), gauge("tokens")]},
+                ]
+            }
+        ]
+    }
+    cls = sdk.metric_processor(lambda settings: Downsample())
+    component = cls()
+    assert component.init([], Resource()) == "otlp-json"
+    answer = component.process(metric_types.MetricBatch_OtlpJson(json.dumps(request)))
+    edited = [edit_types.Change_Rename("tokens.x"), edit_types.Change_RemoveAttribute("user")]
+    assert answer[1] == (1, "drop")
+    assert answer[2] == (2, edit_types.Action_Edit(edited))
+    assert [index for index, _ in answer] == [0, 1, 2]
+    with pytest.raises(sdk.Err, match="reads OTLP/JSON"):
+        component.process(types.Batch_OtlpJson("{}"))

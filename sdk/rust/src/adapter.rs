@@ -16,7 +16,7 @@ use crate::bindings::spans::lens::exporter::types::{
 use crate::export::{Config, ExportError};
 use crate::logs::{LogBatch, LogExporter};
 use crate::metrics::{MetricBatch, MetricExporter};
-use crate::process::{Edits, LogProcessor, SpanProcessor};
+use crate::process::{Edits, LogProcessor, MetricProcessor, SpanProcessor};
 use crate::trace::{SpanBatch, SpanExporter};
 use crate::wire;
 
@@ -199,6 +199,29 @@ pub fn span_process<T: SpanProcessor>(slot: Key<T>, batch: Batch) -> Result<Vec<
             processor.process(SpanBatch::from_otlp_protobuf(bytes), edits)
         }
         Batch::OtlpJson(_) => Err(NOT_OTLP_JSON.into()),
+    })
+}
+
+/// `metric-processor.init`.
+pub fn metric_processor_init<T: MetricProcessor>(
+    slot: Key<T>,
+    settings: Vec<(String, String)>,
+    resource: Resource,
+) -> Result<WitEncoding, String> {
+    processor_init(slot, T::new(Config::new(settings, resource)), T::encoding)
+}
+
+/// `metric-processor.process`.
+pub fn metric_process<T: MetricProcessor>(
+    slot: Key<T>,
+    batch: WitMetricBatch,
+) -> Result<Vec<ItemEdit>, String> {
+    process_with(slot, |processor, edits| match &batch {
+        WitMetricBatch::Typed(scopes) => processor.process(MetricBatch::Scopes(scopes), edits),
+        WitMetricBatch::OtlpProtobuf(bytes) => {
+            processor.process(MetricBatch::OtlpProtobuf(bytes), edits)
+        }
+        WitMetricBatch::OtlpJson(_) => Err(NOT_OTLP_JSON.into()),
     })
 }
 

@@ -1,5 +1,5 @@
 //! The WIT bindings, generated once per world so that a component exports exactly the interfaces
-//! of the signals it implements: `exporter` (spans), `metrics`, `logs`, and `span-processors`. A component serving all
+//! of the signals it implements: `exporter` (spans), `metrics`, `logs`, and the processors' worlds. A component serving all
 //! three invokes the three export macros and the component tooling unions the worlds, which is
 //! `all-signals`. (One `all-signals` generation would export all three interfaces always; per-world
 //! generations that each contained `span-exporter` would define its export macro twice.)
@@ -55,6 +55,22 @@ pub mod log_processors {
         with: {
             "lens:exporter/types@0.4.0": crate::bindings::spans::lens::exporter::types,
             "lens:exporter/log-types@0.4.0": crate::bindings::logs::lens::exporter::log_types,
+            "lens:exporter/edit-types@0.4.0": crate::bindings::processors::lens::exporter::edit_types,
+        },
+    });
+}
+
+/// World `metric-processors`: `metric-processor` (its `metric-types` and `edit-types` shared).
+pub mod metric_processors {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "metric-processors",
+        pub_export_macro: true,
+        export_macro_name: "__export_metric_processors",
+        default_bindings_module: "$crate::bindings::metric_processors",
+        with: {
+            "lens:exporter/types@0.4.0": crate::bindings::spans::lens::exporter::types,
+            "lens:exporter/metric-types@0.4.0": crate::bindings::metrics::lens::exporter::metric_types,
             "lens:exporter/edit-types@0.4.0": crate::bindings::processors::lens::exporter::edit_types,
         },
     });

@@ -69,7 +69,7 @@ pub use context::{HexId, SpanContext, SpanId, TraceId};
 pub use export::{Config, Encoding, ExportError, ExportResult};
 pub use logs::{LogBatch, LogExporter};
 pub use metrics::{MetricBatch, MetricExporter};
-pub use process::{Edits, LogProcessor, NewStatus, SpanProcessor};
+pub use process::{Edits, LogProcessor, MetricProcessor, NewStatus, SpanProcessor};
 pub use span::{Event, Link, Scope, Span, SpanKind, Status};
 pub use trace::{SpanBatch, SpanExporter};
 pub use value::{Array, Attributes, Value};
@@ -80,7 +80,8 @@ pub use bindings::spans::lens::exporter::types as wit;
 /// Exports the component: each signal it serves and the type implementing it, in any order and
 /// any subset, e.g. `export!(spans: MyExporter)` or
 /// `export!(spans: Lines, metrics: MetricLines, logs: LogLines)`; processors are
-/// `export!(span_processor: Redact)`, `export!(log_processor: QuietLogs)`. A component exports exactly the
+/// `export!(span_processor: Redact)`, `export!(metric_processor: Downsample)`,
+/// `export!(log_processor: QuietLogs)`. A component exports exactly the
 /// interfaces named, so the host refuses it, by name, under a signal it does not serve.
 #[macro_export]
 macro_rules! export {
@@ -235,10 +236,39 @@ macro_rules! __export_signal {
             $crate::bindings::log_processors::__export_log_processors!(__LensLogProcessor with_types_in $crate::bindings::log_processors);
         };
     };
+    (metric_processor, $ty:ty) => {
+        const _: () = {
+            use $crate::bindings::metric_processors::exports::lens::exporter::metric_processor::Guest;
+            use $crate::bindings::metrics::lens::exporter::metric_types as __m;
+            use $crate::bindings::processors::lens::exporter::edit_types as __e;
+            use $crate::bindings::spans::lens::exporter::types as __t;
+            ::std::thread_local! {
+                static SLOT: $crate::adapter::Slot<$ty> = const { $crate::adapter::Slot::new() };
+            }
+            struct __LensMetricProcessor;
+            impl Guest for __LensMetricProcessor {
+                fn init(
+                    settings: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+                    resource: __t::Resource,
+                ) -> ::std::result::Result<__t::Encoding, ::std::string::String> {
+                    $crate::adapter::metric_processor_init::<$ty>(&SLOT, settings, resource)
+                }
+                fn process(
+                    batch: __m::MetricBatch,
+                ) -> ::std::result::Result<::std::vec::Vec<__e::ItemEdit>, ::std::string::String> {
+                    $crate::adapter::metric_process::<$ty>(&SLOT, batch)
+                }
+                fn shutdown() -> ::std::result::Result<(), ::std::string::String> {
+                    $crate::adapter::shutdown(&SLOT, <$ty as $crate::MetricProcessor>::shutdown)
+                }
+            }
+            $crate::bindings::metric_processors::__export_metric_processors!(__LensMetricProcessor with_types_in $crate::bindings::metric_processors);
+        };
+    };
     ($other:ident, $ty:ty) => {
         ::std::compile_error!(::std::concat!(
             "lens_exporter_sdk::export!: `", ::std::stringify!($other),
-            "` is not a signal (spans, metrics, logs), `span_processor` or `log_processor`"
+            "` is not a signal (spans, metrics, logs), `span_processor`, `metric_processor` or `log_processor`"
         ));
     };
 }

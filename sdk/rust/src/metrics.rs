@@ -9,6 +9,21 @@ pub use crate::bindings::metrics::lens::exporter::metric_types::{
 
 use crate::export::{Config, Encoding, ExportResult};
 
+impl Metric {
+    /// The attributes of each of its data points, in order (what a metric processor's
+    /// attribute changes apply to).
+    pub fn data_point_attributes(&self) -> Vec<&[crate::wit::KeyValue]> {
+        match &self.data {
+            MetricData::Gauge(g) => g.data_points.iter().map(|p| &p.attributes[..]).collect(),
+            MetricData::Sum(s) => s.data_points.iter().map(|p| &p.attributes[..]).collect(),
+            MetricData::Histogram(h) => h.data_points.iter().map(|p| &p.attributes[..]).collect(),
+            MetricData::ExponentialHistogram(h) => {
+                h.data_points.iter().map(|p| &p.attributes[..]).collect()
+            }
+        }
+    }
+}
+
 impl Config {
     /// The `temporality` setting, the metric exporters' convention: `cumulative` (the default),
     /// `delta` or `low-memory`.

@@ -1,10 +1,11 @@
-//! The span processor trait (`lens:exporter@0.4.0`, `span-processor`) and the edits it answers
-//! with.
+//! The processor traits (`lens:exporter@0.4.0`: `span-processor`, `metric-processor`,
+//! `log-processor`) and the edits they answer with.
 //!
-//! A processor sees each batch before the exporters it applies to and says, span by span
-//! (by index, in the order of [`SpanBatch::spans`]), what changes: dropped, attributes set or
-//! removed, renamed, status set. Spans it does not name pass unchanged; a processor that names
-//! none answers an empty list, and nothing is copied back to the host.
+//! A processor sees each batch before the exporters it applies to and says, item by item
+//! (by index, in the order of [`SpanBatch::spans`], of the metrics of [`MetricBatch::Scopes`],
+//! of [`LogBatch::records`]), what changes: dropped, attributes set or removed, renamed, status
+//! set (spans), body set (log records). Items it does not name pass unchanged; a processor that
+//! names none answers an empty list, and nothing is copied back to the host.
 //!
 //! ```no_run
 //! use lens_exporter_sdk::{Config, Edits, SpanBatch, SpanProcessor};
@@ -39,6 +40,7 @@ use crate::bindings::processors::lens::exporter::edit_types::{Action, Change, It
 use crate::bindings::spans::lens::exporter::types;
 use crate::export::{Config, Encoding};
 use crate::logs::LogBatch;
+use crate::metrics::MetricBatch;
 use crate::trace::SpanBatch;
 
 /// A span processor: one value per instance, built by [`SpanProcessor::new`] when the host
@@ -83,6 +85,29 @@ pub trait LogProcessor: Sized + 'static {
     }
 }
 
+/// A metric processor: as [`SpanProcessor`], over one collection (index: the metric's position
+/// among the metrics of [`MetricBatch::Scopes`], scope after scope). A metric dropped takes its
+/// data points with it; an attribute set or removed applies to each of its data points; a
+/// rename renames the metric.
+pub trait MetricProcessor: Sized + 'static {
+    /// Builds the processor from its config entry's settings and the rank's resource.
+    fn new(config: Config) -> Result<Self, String>;
+
+    /// The encoding to receive collections in (typed by default: the metrics are read from
+    /// typed collections).
+    fn encoding(&self) -> Encoding {
+        Encoding::Typed
+    }
+
+    /// Decides the collection: records in `edits` what happens to the metrics that change.
+    fn process(&mut self, batch: MetricBatch<'_>, edits: &mut Edits) -> Result<(), String>;
+
+    /// Releases everything. The processor is dropped afterwards.
+    fn shutdown(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 /// A span's new status.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NewStatus {
@@ -112,8 +137,8 @@ impl Edits {
         self.items.insert(index as u32, Action::Drop);
     }
 
-    /// Sets attribute `key` of span `index` (replacing one with that key), e.g.
-    /// `edits.set_attribute(i, "cost.centre", "research")`.
+    /// Sets attribute `key` of item `index` (replacing one with that key; on a metric, on each
+    /// of its data points), e.g. `edits.set_attribute(i, "cost.centre", "research")`.
     pub fn set_attribute(
         &mut self,
         index: usize,
@@ -129,12 +154,13 @@ impl Edits {
         );
     }
 
-    /// Removes attribute `key` of span `index`, if it has one.
+    /// Removes attribute `key` of item `index`, if it has one (on a metric, from each of its
+    /// data points).
     pub fn remove_attribute(&mut self, index: usize, key: impl Into<String>) {
         self.change(index, Change::RemoveAttribute(key.into()));
     }
 
-    /// Renames span `index` (for a log record: sets its event name).
+    /// Renames item `index`: a span, a metric (for a log record: sets its event name).
     pub fn rename(&mut self, index: usize, name: impl Into<String>) {
         self.change(index, Change::Rename(name.into()));
     }

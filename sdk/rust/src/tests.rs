@@ -472,3 +472,79 @@ fn edits_answer_each_span_once_in_index_order_and_a_drop_wins() {
     assert!(matches!(&changes[2], Change::RemoveAttribute(k) if k == "gen_ai.prompt"));
     assert!(matches!(&changes[3], Change::SetStatus(wit::Status::Error(d)) if d == "bad"));
 }
+
+/// Drops the metrics named in `drop`, renames the others `<name>.x`.
+struct Renamer(String);
+
+impl crate::MetricProcessor for Renamer {
+    fn new(config: Config) -> Result<Self, String> {
+        Ok(Renamer(config.setting("drop").unwrap_or("").to_string()))
+    }
+    fn process(
+        &mut self,
+        batch: crate::MetricBatch<'_>,
+        edits: &mut crate::Edits,
+    ) -> Result<(), String> {
+        let crate::MetricBatch::Scopes(scopes) = batch else {
+            return Err("typed collections only".into());
+        };
+        for (i, m) in scopes.iter().flat_map(|s| &s.metrics).enumerate() {
+            if m.name == self.0 {
+                edits.drop(i);
+            } else {
+                edits.rename(i, format!("{}.x", m.name));
+                edits.set_attribute(i, "cost.centre", "research");
+            }
+        }
+        Ok(())
+    }
+}
+
+thread_local! {
+    static METRIC_SLOT: adapter::Slot<Renamer> = const { adapter::Slot::new() };
+}
+
+#[test]
+fn a_metric_processor_answers_by_metric_index_across_scopes() {
+    use crate::bindings::metrics::lens::exporter::metric_types as m;
+    use crate::bindings::processors::lens::exporter::edit_types::{Action, Change};
+    let metric = |name: &str| m::Metric {
+        name: name.into(),
+        description: String::new(),
+        unit: String::new(),
+        data: m::MetricData::Gauge(m::Gauge {
+            data_points: Vec::new(),
+        }),
+    };
+    let scope = |metrics| m::ScopeMetrics {
+        scope: wit::InstrumentationScope {
+            name: "train".into(),
+            version: None,
+            schema_url: None,
+            attributes: Vec::new(),
+        },
+        metrics,
+    };
+    let settings = vec![("drop".to_string(), "hot".to_string())];
+    let resource = wit::Resource {
+        attributes: vec![],
+        schema_url: None,
+    };
+    let encoding = adapter::metric_processor_init::<Renamer>(&METRIC_SLOT, settings, resource);
+    assert_eq!(encoding, Ok(wit::Encoding::Typed));
+    let batch = m::MetricBatch::Typed(vec![
+        scope(vec![metric("loss")]),
+        scope(vec![metric("hot"), metric("tokens")]),
+    ]);
+    let answer = adapter::metric_process::<Renamer>(&METRIC_SLOT, batch).unwrap();
+    let indices: Vec<u32> = answer.iter().map(|e| e.index).collect();
+    assert_eq!(indices, [0, 1, 2]);
+    assert!(matches!(answer[1].action, Action::Drop));
+    let Action::Edit(changes) = &answer[2].action else {
+        panic!("metric 2 is edited")
+    };
+    assert!(matches!(&changes[0], Change::Rename(n) if n == "tokens.x"));
+    let json =
+        adapter::metric_process::<Renamer>(&METRIC_SLOT, m::MetricBatch::OtlpJson("{}".into()));
+    assert!(json.unwrap_err().contains("OTLP/JSON"));
+}

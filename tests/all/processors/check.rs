@@ -88,3 +88,23 @@ fn a_misbehaving_processor_fails_the_case_it_breaks_naming_why() {
         assert!(stdout.contains(why), "{mode}: missing `{why}` in\n{stdout}");
     }
 }
+
+#[test]
+fn the_example_filter_passes_its_span_and_metric_suites() {
+    let wasm = lens_test_support::dist("rust-filter.wasm");
+    let out = crate::lens()
+        .args(["check", &wasm.display().to_string()])
+        .args(["--setting", "names=check.loss", "--setting", "keep_every=2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    for case in [
+        "lens:exporter/span-processor@0.4.0 (traces)",
+        "lens:exporter/metric-processor@0.4.0 (metrics)",
+        "ok    every metric kind, cumulative",
+        "ok    every metric kind, delta",
+    ] {
+        assert!(stdout.contains(case), "missing `{case}` in\n{stdout}");
+    }
+}

@@ -216,3 +216,43 @@ fn a_rank_s_log_exporters_count_what_the_processors_dropped() {
     assert_eq!((quiet.received, quiet.dropped_processor), (30, 10));
     handle.shutdown(T).unwrap();
 }
+
+#[test]
+fn the_example_filters_drop_log_records_by_event_name() {
+    let batch = record_logs(|logger| {
+        for (i, name) in ["step", "noise", "step", "noise.detail"]
+            .into_iter()
+            .enumerate()
+        {
+            let mut r = logger.create_log_record();
+            r.set_event_name(name);
+            r.add_attribute("i", i as i64);
+            logger.emit(r);
+        }
+    });
+    let expected: LogRecords = batch
+        .iter()
+        .filter(|(r, _)| r.event_name() == Some("step"))
+        .cloned()
+        .collect();
+    for file in ["rust-filter.wasm", "js-filter.wasm"] {
+        let spec = lens::config::ProcessorSpec::Wasm(lens::config::WasmProcessorSpec {
+            component: lens::config::WasmExporterSpec {
+                path: lens_test_support::dist(file),
+                settings: [("names", "noise"), ("prefixes", "noise.")]
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        let resource = Resource::builder_empty().build();
+        let none = GuestOutputCopy::None;
+        let (p, _) =
+            WasmProcessor::from_config_with_output(file, &spec, Signal::Logs, &resource, none)
+                .unwrap();
+        let (out, counts) = p.process_logs(batch.clone());
+        assert_eq!((counts.dropped, counts.faults), (2, 0), "{file}");
+        assert_eq!(out, expected, "{file}");
+    }
+}

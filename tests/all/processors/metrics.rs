@@ -102,14 +102,7 @@ fn redaction_a_filter_and_renames_match_native_references() {
     let mut got = original.clone();
     let counts = build("redact", &[("keys", "phase")], OnFault::Drop).process_metrics(&mut got);
     assert_eq!((counts.dropped, counts.faults), (0, 0));
-    let mut expected = original.clone();
-    for m in metrics(&mut expected) {
-        for attributes in points(m) {
-            attributes.retain(|a| a.key != "phase");
-            attributes.push(kv("lens.redacted", any_value::Value::BoolValue(true)));
-        }
-    }
-    assert_eq!(got, expected);
+    assert_eq!(got, redacted(original.clone(), "phase"));
 
     // A filter by name: the metrics named dropped with their data points (two each).
     let mut got = original.clone();
@@ -139,6 +132,92 @@ fn redaction_a_filter_and_renames_match_native_references() {
         }
     }
     assert_eq!(got, expected);
+}
+
+/// An example processor from `guest-examples/dist` with `settings`.
+fn example(file: &str, settings: &[(&str, &str)]) -> WasmProcessor {
+    let spec = ProcessorSpec::Wasm(lens::config::WasmProcessorSpec {
+        component: lens::config::WasmExporterSpec {
+            path: lens_test_support::dist(file),
+            settings: settings
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let resource = Resource::builder_empty().build();
+    let none = GuestOutputCopy::None;
+    WasmProcessor::from_config_with_output(file, &spec, Signal::Metrics, &resource, none)
+        .unwrap()
+        .0
+}
+
+/// The native reference of a filter: `r` without the metric `name`.
+fn without(r: &ExportMetricsServiceRequest, name: &str) -> ExportMetricsServiceRequest {
+    let mut r = r.clone();
+    for s in r
+        .resource_metrics
+        .iter_mut()
+        .flat_map(|r| &mut r.scope_metrics)
+    {
+        s.metrics.retain(|m| m.name != name);
+    }
+    r
+}
+
+/// The native reference of a redaction of `key` on every metric of `r` holding it.
+fn redacted(mut r: ExportMetricsServiceRequest, key: &str) -> ExportMetricsServiceRequest {
+    for m in metrics(&mut r) {
+        let holds = points(m).iter().any(|a| a.iter().any(|kv| kv.key == key));
+        for attributes in points(m).into_iter().filter(|_| holds) {
+            attributes.retain(|a| a.key != key);
+            attributes.push(kv("lens.redacted", any_value::Value::BoolValue(true)));
+        }
+    }
+    r
+}
+
+#[test]
+fn the_example_processors_match_native_references_on_metrics() {
+    let original = request();
+    let without_loss = without(&original, "check.loss");
+    for file in ["rust-filter.wasm", "js-filter.wasm"] {
+        let mut got = original.clone();
+        let counts = example(file, &[("names", "check.loss")]).process_metrics(&mut got);
+        assert_eq!((counts.dropped, counts.faults), (2, 0), "{file}");
+        assert_eq!(got, without_loss, "{file}");
+    }
+    for file in ["rust-redact.wasm", "python-redact.wasm"] {
+        let mut got = original.clone();
+        let counts = example(file, &[("keys", "phase")]).process_metrics(&mut got);
+        assert_eq!((counts.dropped, counts.faults), (0, 0), "{file}");
+        assert_eq!(got, redacted(original.clone(), "phase"), "{file}");
+    }
+}
+
+#[test]
+fn the_example_filter_downsamples_a_hot_metric() {
+    let p = example(
+        "rust-filter.wasm",
+        &[("names", "check.loss"), ("keep_every", "3")],
+    );
+    let original = request();
+    let without_loss = without(&original, "check.loss");
+    // The first collection of every three keeps the gauge; the others drop its two points.
+    for collection in 0..6 {
+        let mut got = original.clone();
+        let counts = p.process_metrics(&mut got);
+        let kept = collection % 3 == 0;
+        let expected = if kept { &original } else { &without_loss };
+        assert_eq!(&got, expected, "collection {collection}");
+        assert_eq!(
+            counts.dropped,
+            if kept { 0 } else { 2 },
+            "collection {collection}"
+        );
+    }
 }
 
 #[test]

@@ -18,12 +18,12 @@ use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use serde_json::Value as Json;
 
-use crate::batch::{DropReason, ExporterStats, Processed};
+use crate::batch::{DropReason, ExporterStats};
 use crate::encoding::metrics::data_points;
 use crate::exporter::otlp::OtlpRequestSender;
 use crate::exporter::{ConsoleMetricExporter, OtlpMetricExporter};
 use crate::wasm::metric_edit::{self, MetricCollection};
-use crate::wasm::processor::MetricsOutcome;
+use crate::wasm::processor::{MetricsOutcome, run_metric_processors_answers};
 use crate::wasm::{WasmMetricExporter, WasmProcessor};
 
 /// The metric exporters a config can name.
@@ -81,16 +81,7 @@ impl CountedMetricExporter {
         let started = Instant::now();
         let export = self.stats.begin_direct_export(data_points(metrics));
         let mut request = ExportMetricsServiceRequest::from(metrics);
-        let mut processed = Processed::default();
-        let mut outcomes = Vec::new();
-        for p in &self.processors {
-            if metric_edit::count(&mut request) == 0 {
-                break;
-            }
-            let (outcome, counts) = p.process_metrics_outcome(&mut request);
-            processed.by.push((p.name().clone(), counts));
-            outcomes.push(outcome);
-        }
+        let (processed, outcomes) = run_metric_processors_answers(&self.processors, &mut request);
         let Some(export) = self.stats.processed_direct(export, &processed) else {
             return Ok(());
         };

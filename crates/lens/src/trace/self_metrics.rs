@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `lens.spans.produced`, `lens.spans.truncated` | — |
 //! | `lens.exporter.spans`, `lens.exporter.log_records`, `lens.exporter.data_points` | `exporter`, `signal`, `outcome` = `exported` / `dropped_queue_full` / `dropped_export_failed` / `dropped_shutdown` / `dropped_disabled` / `dropped_rejected` / `dropped_processor` |
-//! | `lens.exporter.processed` (spans, log records) | `exporter`, `signal`, `processor`, `outcome` = `dropped` / `faulted` |
+//! | `lens.exporter.processed` (spans, log records, data points) | `exporter`, `signal`, `processor`, `outcome` = `dropped` / `faulted` |
 //! | `lens.exporter.disabled` (1 when disabled at setup) | `exporter`, `signal`, `reason` |
 //! | `lens.exporter.batches` | `exporter`, `signal`, `outcome` = `ok` / `failed` |
 //! | `lens.exporter.retries` | `exporter`, `signal`, `outcome` = `retried` / `exhausted` |
@@ -176,7 +176,7 @@ fn exporter_counters(meter: &Meter, core: &StatsSource) -> Instruments {
         ),
         counter(
             "lens.exporter.processed",
-            "Items (spans, log records) each processor dropped, or that met its fault, on their way to each exporter",
+            "Items (spans, log records, data points) each processor dropped, or that met its fault, on their way to each exporter",
             "{item}",
             None,
             |e, obs| {

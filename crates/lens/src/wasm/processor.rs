@@ -24,7 +24,7 @@ use super::interface::{Role, Signal};
 use super::log_edit::{self, LogItem};
 use super::metric_edit;
 use super::{GuestOutputCopy, HostInputs, setup_error, start_role_lanes};
-use crate::batch::{ExporterStats, ProcessorCounts};
+use crate::batch::{ExporterStats, Processed, ProcessorCounts};
 use crate::bindings::edit_types::ItemEdit;
 use crate::bindings::types::Encoding;
 use crate::config::{
@@ -444,6 +444,35 @@ impl ExportStage<LogItem> for WasmProcessor {
     fn set_resource(&self, resource: &Resource) {
         <Self as ExportStage<SpanData>>::set_resource(self, resource)
     }
+}
+
+/// `request` through `processors` in order (until no metric is left), edited in place: what
+/// each did, counted in data points. What a metric exporter's queue runs before the export
+/// (the exporter's own statistics then take the result: `ExporterStats::processed_direct`).
+pub fn run_metric_processors(
+    processors: &[Arc<WasmProcessor>],
+    request: &mut ExportMetricsServiceRequest,
+) -> Processed {
+    run_metric_processors_answers(processors, request).0
+}
+
+/// [`run_metric_processors`], with each processor's answer (to replay on another form of the
+/// same collection).
+pub(crate) fn run_metric_processors_answers(
+    processors: &[Arc<WasmProcessor>],
+    request: &mut ExportMetricsServiceRequest,
+) -> (Processed, Vec<MetricsOutcome>) {
+    let mut processed = Processed::default();
+    let mut outcomes = Vec::new();
+    for p in processors {
+        if metric_edit::count(request) == 0 {
+            break;
+        }
+        let (outcome, counts) = p.process_metrics_outcome(request);
+        processed.by.push((p.name().clone(), counts));
+        outcomes.push(outcome);
+    }
+    (processed, outcomes)
 }
 
 /// A processor's component entry with its call deadline's default.
