@@ -340,14 +340,14 @@ fn components(handle: &TelemetryHandle) -> Vec<String> {
 
 /// What a span processor did on the rank, e.g. "processor `redact`: 120 spans seen, 0
 /// dropped, 0 met a fault".
-fn processor_note(p: &lens::ExporterSnapshot) -> String {
+fn processor_note(p: &lens::ExporterSnapshot, items: &str) -> String {
     let disabled = p
         .disabled
         .as_deref()
         .map(|why| format!(" (disabled at setup: {why})"))
         .unwrap_or_default();
     format!(
-        "processor `{}`: {} spans seen, {} dropped, {} met a fault{disabled}",
+        "processor `{}`: {} {items} seen, {} dropped, {} met a fault{disabled}",
         p.name, p.received, p.dropped_processor, p.processor_faults
     )
 }
@@ -401,7 +401,19 @@ fn summary(
                 let why = e.disabled.as_deref()?;
                 Some(format!("exporter `{}` disabled at setup: {why}", e.name))
             })
-            .chain(stats.span_processors.iter().map(processor_note))
+            .chain(
+                stats
+                    .span_processors
+                    .iter()
+                    .map(|p| processor_note(p, "spans")),
+            )
+            .chain((stats.metric_processors.iter()).map(|p| processor_note(p, "data points")))
+            .chain(
+                stats
+                    .log_processors
+                    .iter()
+                    .map(|p| processor_note(p, "log records")),
+            )
             .collect(),
         spans_per_second: stats.spans_produced as f64 / elapsed.max(1e-9),
         cpu_seconds: cpu_seconds(),

@@ -102,3 +102,59 @@ fn the_example_processors_filter_and_redact_every_rank_of_the_demo() {
     assert_eq!(stdout.matches("processor `quiet`: ").count(), 2, "{stdout}");
     assert!(stdout.contains("40 dropped, 0 met a fault"), "{stdout}");
 }
+
+#[test]
+fn a_metric_processor_drops_a_hot_metric_from_every_rank_s_collections() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    let config = format!(
+        r#"enabled = true
+export_strategy = "all_ranks"
+traces_enabled = false
+metric_export_interval_ms = 50
+
+[[metrics.exporters]]
+kind = "wasm"
+name = "points"
+path = "{}"
+settings = {{ path = "/out/rank-{{dl.rank}}.metrics.jsonl" }}
+preopens = [{{ host = "{}", guest = "/out", read_only = false }}]
+
+[[metrics.processors]]
+kind = "wasm"
+name = "hot"
+path = "{}"
+settings = {{ names = "train.tokens_per_second" }}
+"#,
+        dist("rust-jsonl.wasm").display(),
+        out.display(),
+        dist("rust-filter.wasm").display(),
+    );
+    std::fs::write(out.join("lens.toml"), config).unwrap();
+    let run = crate::lens()
+        .current_dir(out)
+        .args(["demo", "--ranks", "2", "--steps", "20", "--step-ms", "5"])
+        .args(["--config", "lens.toml", "--out", "o"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    for rank in 0..2 {
+        let text = std::fs::read_to_string(out.join(format!("rank-{rank}.metrics.jsonl"))).unwrap();
+        let names: std::collections::BTreeSet<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["name"].to_string())
+            .collect();
+        assert!(
+            names.contains("\"train.step_time\""),
+            "rank {rank}: {names:?}"
+        );
+        assert!(
+            !names.contains("\"train.tokens_per_second\""),
+            "rank {rank}: {names:?}"
+        );
+    }
+    assert_eq!(stdout.matches("processor `hot`: ").count(), 2, "{stdout}");
+    assert!(stdout.contains("data points seen"), "{stdout}");
+}
