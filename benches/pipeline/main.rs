@@ -16,6 +16,7 @@ mod processors;
 mod reload;
 mod report;
 mod seed;
+mod signal_processors;
 mod signals;
 mod soak;
 mod startup;
@@ -220,6 +221,7 @@ fn main() {
     }
     if opts.only.iter().any(|s| s == "processors") {
         processors::processors(&opts, &mut rows);
+        signal_processors::signal_processors(&opts, &mut rows);
     }
     if opts.only.iter().any(|s| s == "reload") {
         reload::reload(&opts, &builtin, dir, &mut rows);

@@ -76,7 +76,7 @@ fn per_span(rounds: usize, spans: &[SpanData], mut f: impl FnMut(Vec<SpanData>))
 }
 
 /// A measured processor: its row's name, its mode and its settings.
-type Subject<'a> = (&'static str, &'static str, Vec<(&'static str, &'a str)>);
+pub(crate) type Subject<'a> = (&'static str, &'static str, Vec<(&'static str, &'a str)>);
 
 pub(crate) fn processors(opts: &Opts, rows: &mut Vec<Row>) {
     let rounds = if opts.quick { 20 } else { 300 };
