@@ -62,7 +62,8 @@ impl MetricQueue {
                         Job::Export(ticket, mut request) => {
                             let processed = run_metric_processors(&before, &mut request);
                             // Nothing left (or the shutdown already counted it): no export.
-                            let Some(ticket) = counts.processed_direct(ticket, &processed) else {
+                            let Some(ticket) = counts.processed_direct(ticket, &processed.by)
+                            else {
                                 continue;
                             };
                             let result = guest.with(|e| e.export_otlp_counted(&request, ticket));

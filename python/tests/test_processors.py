@@ -386,3 +386,111 @@ def test_a_nemo_lens_rank_filters_and_redacts_metrics_before_its_sandboxed_expor
     assert stats["processors"]["quiet"] == {"dropped": dropped, "faults": 0}
     assert stats["dropped_processor"] == dropped == stats["dropped"]
     assert stats["received"] == stats["exported"] + dropped
+
+
+METRICS_PYTHON_RANK = """
+import json, sys
+from nemo.lens import NemoLensConfig, setup_telemetry
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter, MetricExportResult, PeriodicExportingMetricReader,
+)
+import lens
+
+class Capture(MetricExporter):
+    def __init__(self):
+        super().__init__()
+        self.collections = []
+    def export(self, metrics_data, timeout_millis=10_000, **kwargs):
+        self.collections.append([
+            {
+                "name": m.name,
+                "points": [
+                    {"attributes": dict(p.attributes), "value": p.value}
+                    for p in m.data.data_points
+                ],
+            }
+            for rm in metrics_data.resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+        ])
+        return MetricExportResult.SUCCESS
+    def force_flush(self, timeout_millis=10_000):
+        return True
+    def shutdown(self, timeout_millis=30_000, **kwargs):
+        pass
+
+capture = Capture()
+exporter = lens.ProcessingMetricExporter(capture, processors=json.loads(sys.argv[1]))
+config = NemoLensConfig(enabled=True, run_id="job-12")
+handle = setup_telemetry(
+    config, rank=0, world_size=1,
+    metric_reader=PeriodicExportingMetricReader(exporter, export_interval_millis=3_600_000),
+)
+tokens = handle.meter.create_counter("train.tokens")
+noise = handle.meter.create_counter("noise")
+for i in range(10):
+    tokens.add(100, {"user": f"u{i % 2}", "phase": "train"})
+    noise.add(1, {"i": i})
+handle.shutdown()
+print(json.dumps({"collections": capture.collections, "stats": exporter.stats()}))
+"""
+
+
+@pytest.mark.nemo
+def test_a_nemo_lens_rank_processes_metrics_before_a_python_exporter(guests):
+    done = subprocess.run(
+        [sys.executable, "-c", METRICS_PYTHON_RANK, json.dumps(processors(guests, keys="user"))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    collections, stats = result["collections"], result["stats"]
+    assert collections
+    for metrics in collections:
+        assert [m["name"] for m in metrics if m["name"] == "noise"] == []
+        tokens = [p for m in metrics if m["name"] == "train.tokens" for p in m["points"]]
+        # Values kept; `user` gone from each point; the other attributes kept.
+        assert sorted(p["value"] for p in tokens) == [500, 500]
+        for p in tokens:
+            assert p["attributes"] == {"phase": "train", "lens.redacted": True}
+    dropped = 10 * len(collections)
+    assert stats["processors"]["quiet"] == {"dropped": dropped, "faults": 0}
+    assert stats["dropped_processor"] == dropped
+    assert stats["received"] == stats["exported"] + dropped
+
+
+def test_unchanged_metrics_are_passed_as_they_were(guests):
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    provider.get_meter("t").create_counter("kept").add(3, {"k": "v"})
+    data = reader.get_metrics_data()
+    seen = []
+
+    class Capture:
+        _preferred_temporality = None
+        _preferred_aggregation = None
+
+        def export(self, metrics_data, timeout_millis=10_000, **kwargs):
+            seen.append(metrics_data)
+            from opentelemetry.sdk.metrics.export import MetricExportResult
+
+            return MetricExportResult.SUCCESS
+
+    noop = [{"path": guests["processor"], "settings": {"mode": "noop"}}]
+    exporter = lens.ProcessingMetricExporter(Capture(), processors=noop)
+    exporter.export(data)
+    original = data.resource_metrics[0].scope_metrics[0].metrics[0]
+    assert seen[0].resource_metrics[0].scope_metrics[0].metrics[0] is original
+    rename = [{"path": guests["processor"], "settings": {"mode": "rewrite"}}]
+    exporter = lens.ProcessingMetricExporter(Capture(), processors=rename)
+    exporter.export(data)
+    edited = seen[1].resource_metrics[0].scope_metrics[0].metrics[0]
+    assert edited.name == "kept.x"
+    assert dict(edited.data.data_points[0].attributes) == {"k": "v", "index": 0}
+    assert edited.data.data_points[0].value == 3
+    assert edited.data is not original.data and original.name == "kept"

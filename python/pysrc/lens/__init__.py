@@ -23,6 +23,8 @@ NeMo Lens as it is::
   sandboxed exporters);
 - ``WasmMetricExporter``: a ``MetricExporter`` for ``PeriodicExportingMetricReader``, with the
   guest's preferred temporality;
+- ``ProcessingMetricExporter``: sandboxed metric processors (``[[metrics.processors]]``) before
+  any ``MetricExporter``;
 - ``WasmLogExporter``: a log record exporter for ``BatchLogRecordProcessor``;
 - ``from_config(path, name, signal)``: the exporter of a Lens TOML file's wasm entry;
 - ``compile(path)``: components compiled into the cache before ranks start.
@@ -40,11 +42,12 @@ from typing import Any
 
 from lens._lens import ExporterLoadError, __version__, compile, refresh_logging
 from lens._logs import WasmLogExporter
-from lens._metrics import WasmMetricExporter
+from lens._metrics import ProcessingMetricExporter, WasmMetricExporter
 from lens._spans import ProcessingSpanExporter, WasmSpanExporter, WasmSpanProcessor
 
 __all__ = [
     "ExporterLoadError",
+    "ProcessingMetricExporter",
     "ProcessingSpanExporter",
     "WasmLogExporter",
     "WasmMetricExporter",

@@ -1,7 +1,10 @@
-"""``WasmMetricExporter``."""
+"""``WasmMetricExporter``, ``ProcessingMetricExporter``."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from os import PathLike
 from typing import Any
 
@@ -20,8 +23,8 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 
-from lens._keywords import Sandboxed, expect_signal, spec_json
-from lens._lens import MetricCore
+from lens._keywords import Sandboxed, expect_signal, processor_entry, spec_json
+from lens._lens import MetricCore, MetricProcessCore
 
 _CUMULATIVE = AggregationTemporality.CUMULATIVE
 _DELTA = AggregationTemporality.DELTA
@@ -111,3 +114,83 @@ class WasmMetricExporter(Sandboxed, MetricExporter):
         if self._core.export(metrics_data) is None:
             return MetricExportResult.SUCCESS
         return MetricExportResult.FAILURE
+
+
+class ProcessingMetricExporter(MetricExporter):
+    """Sandboxed metric processors before any metric exporter, Python ones included (NeMo
+    Lens's OTLP exporter, a vendor's): ``export`` runs the ``processors`` (each a
+    ``[[metrics.processors]]`` entry as a dict, ``docs/processors.md``) on the collection, in
+    order, the GIL released while they run, then hands ``exporter`` what is left: the metrics
+    dropped gone (with their data points), the edited ones as new ``Metric``s with their new
+    name and each data point's new attributes (values, times and exemplars as they were), the
+    others unchanged. A processor that faults passes the collection on unprocessed or drops it,
+    as its ``on_fault`` says; nothing raises into the reader's thread from a guest. The reader
+    aggregates as ``exporter`` prefers::
+
+        exporter = lens.ProcessingMetricExporter(
+            OTLPMetricExporter(),
+            processors=[{"path": "rust-filter.wasm", "settings": {"names": "train.grad_norm"}}],
+        )
+        reader = PeriodicExportingMetricReader(exporter)
+
+    ``stats()``: data points ``received``, passed on (``exported``), ``dropped_processor`` and
+    ``processor_faults``, both by processor in ``processors``.
+    """
+
+    def __init__(
+        self,
+        exporter: MetricExporter,
+        processors: Sequence[Mapping[str, Any]],
+        *,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(
+            preferred_temporality=getattr(exporter, "_preferred_temporality", None),
+            preferred_aggregation=getattr(exporter, "_preferred_aggregation", None),
+        )
+        self._exporter = exporter
+        entries = json.dumps([processor_entry(p) for p in processors])
+        self._core = MetricProcessCore(entries, name or type(exporter).__name__)
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        """Runs the processors, then exports what is left (``SUCCESS`` when nothing is)."""
+        fates = iter(self._core.process(metrics_data))
+        resource_metrics = []
+        for rm in metrics_data.resource_metrics:
+            scopes = []
+            for sm in rm.scope_metrics:
+                kept = [_fated(m, next(fates)) for m in sm.metrics]
+                kept = [m for m in kept if m is not None]
+                if kept:
+                    scopes.append(replace(sm, metrics=kept))
+            if scopes:
+                resource_metrics.append(replace(rm, scope_metrics=scopes))
+        if not resource_metrics:
+            return MetricExportResult.SUCCESS
+        left = MetricsData(resource_metrics=resource_metrics)
+        return self._exporter.export(left, timeout_millis=timeout_millis, **kwargs)
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return self._exporter.force_flush(timeout_millis=timeout_millis)
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        """Shuts the processors, then the exporter, down."""
+        self._core.shutdown()
+        self._exporter.shutdown(timeout_millis=timeout_millis, **kwargs)
+
+    def stats(self) -> dict[str, Any]:
+        return json.loads(self._core.stats_json())
+
+
+def _fated(metric: Any, fate: Any) -> Any:
+    """``metric`` as a processor left it: ``None`` when dropped."""
+    if fate is None or fate is True:
+        return None if fate is None else metric
+    name, attributes = fate
+    data = metric.data
+    points = list(data.data_points)
+    if len(attributes) == len(points):
+        points = [replace(p, attributes=a) for p, a in zip(points, attributes, strict=True)]
+    return replace(metric, name=name, data=replace(data, data_points=points))

@@ -82,7 +82,7 @@ impl CountedMetricExporter {
         let export = self.stats.begin_direct_export(data_points(metrics));
         let mut request = ExportMetricsServiceRequest::from(metrics);
         let (processed, outcomes) = run_metric_processors_answers(&self.processors, &mut request);
-        let Some(export) = self.stats.processed_direct(export, &processed) else {
+        let Some(export) = self.stats.processed_direct(export, &processed.by) else {
             return Ok(());
         };
         let result = match &self.exporter {

@@ -25,7 +25,7 @@ use super::log_edit::{self, LogItem};
 use super::metric_edit;
 use super::{GuestOutputCopy, HostInputs, setup_error, start_role_lanes};
 use crate::batch::{ExporterStats, Processed, ProcessorCounts};
-use crate::bindings::edit_types::ItemEdit;
+use crate::bindings::edit_types::{Action, ItemEdit};
 use crate::bindings::types::Encoding;
 use crate::config::{
     BatchConfig, DEFAULT_PROCESSOR_CALL_TIMEOUT_MS, OnFault, ProcessorSpec, WasmExporterSpec,
@@ -446,13 +446,24 @@ impl ExportStage<LogItem> for WasmProcessor {
     }
 }
 
+/// What the metric processors did to one collection.
+#[derive(Debug, Default)]
+pub struct MetricsProcessed {
+    /// Each processor's counts (in data points), in order.
+    pub by: Processed,
+    /// Where the metrics left were in the collection as it came, in order (processors never
+    /// reorder metrics, nor the data points of one).
+    pub kept: Vec<usize>,
+}
+
 /// `request` through `processors` in order (until no metric is left), edited in place: what
-/// each did, counted in data points. What a metric exporter's queue runs before the export
-/// (the exporter's own statistics then take the result: `ExporterStats::processed_direct`).
+/// each did, counted in data points, and which metrics are left. What a metric exporter's
+/// queue runs before the export (the exporter's own statistics then take the result:
+/// `ExporterStats::processed_direct`).
 pub fn run_metric_processors(
     processors: &[Arc<WasmProcessor>],
     request: &mut ExportMetricsServiceRequest,
-) -> Processed {
+) -> MetricsProcessed {
     run_metric_processors_answers(processors, request).0
 }
 
@@ -461,18 +472,37 @@ pub fn run_metric_processors(
 pub(crate) fn run_metric_processors_answers(
     processors: &[Arc<WasmProcessor>],
     request: &mut ExportMetricsServiceRequest,
-) -> (Processed, Vec<MetricsOutcome>) {
-    let mut processed = Processed::default();
+) -> (MetricsProcessed, Vec<MetricsOutcome>) {
+    let mut done = MetricsProcessed {
+        by: Processed::default(),
+        kept: (0..metric_edit::count(request)).collect(),
+    };
     let mut outcomes = Vec::new();
     for p in processors {
-        if metric_edit::count(request) == 0 {
+        if done.kept.is_empty() {
             break;
         }
         let (outcome, counts) = p.process_metrics_outcome(request);
-        processed.by.push((p.name().clone(), counts));
+        done.by.by.push((p.name().clone(), counts));
+        match &outcome {
+            MetricsOutcome::Edited(edits) => {
+                let dropped: std::collections::BTreeSet<usize> = edits
+                    .iter()
+                    .filter(|e| matches!(e.action, Action::Drop))
+                    .map(|e| e.index as usize)
+                    .collect();
+                let mut i = 0;
+                done.kept.retain(|_| {
+                    i += 1;
+                    !dropped.contains(&(i - 1))
+                });
+            }
+            MetricsOutcome::Dropped => done.kept.clear(),
+            MetricsOutcome::Unprocessed => {}
+        }
         outcomes.push(outcome);
     }
-    (processed, outcomes)
+    (done, outcomes)
 }
 
 /// A processor's component entry with its call deadline's default.
