@@ -11,7 +11,7 @@
 //! - [`spans`], [`metrics`], [`logs`]: the cores, each handing batches off to Lens's own queue
 //!   and export thread, or waiting for the guest (the GIL released);
 //! - [`process`]: sandboxed span processors before a Python exporter;
-//! - [`process_metrics`]: sandboxed metric processors before a Python metric exporter;
+//! - [`process_metrics`], [`process_logs`]: the same before a Python metric or log exporter;
 //! - [`watch`]: `[reload] watch = true` for an exporter built from a config file.
 
 mod convert;
@@ -22,6 +22,7 @@ mod logs;
 mod metric_queue;
 mod metrics;
 mod process;
+mod process_logs;
 mod process_metrics;
 mod spans;
 mod watch;
@@ -124,6 +125,7 @@ fn _lens(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<logs::LogCore>()?;
     m.add_class::<process::ProcessCore>()?;
     m.add_class::<process_metrics::MetricProcessCore>()?;
+    m.add_class::<process_logs::LogProcessCore>()?;
     m.add_function(wrap_pyfunction!(read_spans, m)?)?;
     m.add_function(wrap_pyfunction!(_compile_worker, m)?)?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;

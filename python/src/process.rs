@@ -1,43 +1,49 @@
-//! [`ProcessCore`]: the native half of `lens.ProcessingSpanExporter`, sandboxed span processors
-//! run on each batch before a Python exporter.
+//! The native halves of `lens.ProcessingSpanExporter`, `ProcessingMetricExporter` and
+//! `ProcessingLogExporter`: sandboxed processors run on each batch (collection) before a Python
+//! exporter.
 //!
-//! The batch is read under the GIL into Lens's span data, the processors run without it (each
-//! on the spans the previous one left, as in a Rust rank), and each span's fate goes back to
-//! Python: dropped, unchanged, or its new name, attributes and status (ids, times, events and
-//! links are never a processor's to change). Processors cannot change a span's identity, and
-//! keep the batch's order, so the spans that come out line up with those that went in.
+//! The batch is read under the GIL into Lens's own items, the processors run without it (each
+//! on what the previous one left, as in a Rust rank), and each item's fate goes back to Python:
+//! dropped, unchanged, or what a processor changed. Processors cannot change an item's identity
+//! or reorder a batch, so what comes out lines up with what went in, and Python applies the
+//! changes to its own objects. This module holds the span core and what the three share
+//! ([`ProcessorSet`]); `process_metrics` and `process_logs` the others.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use lens::Signal;
+use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::trace::Status;
-use lens::opentelemetry::{Array, KeyValue, Value};
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::trace::SpanData;
-use lens::trace::{ExportStage, ExporterStats, ProcessorCounts, run_stages};
-use lens::wasm::WasmProcessor;
+use lens::trace::{ExportStage, ExporterStats, Processed, ProcessorCounts, run_stages};
+use lens::wasm::{GuestOutputCopy, WasmProcessor};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyTuple};
 
 use crate::convert;
 use crate::core::{load_error, processors_of, stats_json};
 
-/// Sandboxed span processors before a Python exporter.
-#[pyclass(module = "lens._lens", frozen)]
-pub struct ProcessCore {
-    processors: Vec<Arc<dyn ExportStage<SpanData>>>,
-    /// Spans in, spans passed on, and what each processor dropped or met a fault on.
+/// The processors of one `Processing*Exporter`, started, with their counts.
+pub struct ProcessorSet {
+    pub processors: Vec<Arc<WasmProcessor>>,
+    /// Items in, passed on, and what each processor dropped or met a fault on.
     stats: Arc<ExporterStats>,
     shut_down: AtomicBool,
 }
 
-#[pymethods]
-impl ProcessCore {
-    /// The processors of `processors_json` (a list of `[[traces.processors]]` entries),
-    /// started; `name` is the exporter they run before (in messages and statistics).
-    #[new]
-    fn new(py: Python<'_>, processors_json: &str, name: String) -> PyResult<Self> {
+impl ProcessorSet {
+    /// The processors of `processors_json` (a list of `signal`'s processor entries), started
+    /// (one instance each); `name` is the exporter they run before (in messages and
+    /// statistics).
+    pub fn start(
+        py: Python<'_>,
+        processors_json: &str,
+        name: String,
+        signal: Signal,
+    ) -> PyResult<Self> {
         let value = serde_json::from_str(processors_json)
             .map_err(|e| load_error(format!("invalid processors: {e}")))?;
         let specs = processors_of(value, &name)?;
@@ -46,18 +52,73 @@ impl ProcessCore {
             .iter()
             .map(|spec| {
                 let name = spec.display_name();
-                py.detach(|| WasmProcessor::from_config(&name, spec, &empty))
-                    .map(|(p, _)| Arc::new(p) as Arc<dyn ExportStage<SpanData>>)
-                    .map_err(load_error)
+                let none = GuestOutputCopy::None;
+                py.detach(|| {
+                    WasmProcessor::from_config_with_output(&name, spec, signal, &empty, none)
+                })
+                .map(|(p, _)| Arc::new(p))
+                .map_err(load_error)
             })
             .collect::<PyResult<Vec<_>>>()?;
-        // This core is their only user: its shutdown (`release`) shuts them down.
-        processors.iter().for_each(|p| p.retain());
         Ok(Self {
             processors,
             stats: Arc::new(ExporterStats::new(name)),
             shut_down: AtomicBool::new(false),
         })
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) ran: batches then pass unprocessed, uncounted.
+    pub fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::Acquire)
+    }
+
+    /// One batch counted: `items` in, `left` passed on, `by` what each processor did.
+    pub fn count(&self, items: u64, left: u64, by: &Processed) {
+        let total = ProcessorCounts {
+            dropped: items - left,
+            faults: 0,
+        };
+        self.stats.record_processor_batch(items, total);
+        self.stats.record_processed_by(by);
+    }
+
+    /// The counters as JSON (`received`, `exported` = passed on, `dropped_processor`,
+    /// `processor_faults`, `processors`).
+    pub fn stats_json(&self) -> String {
+        stats_json(&self.stats, "processors")
+    }
+
+    /// Shuts the processors down (each `shutdown` within `timeout_millis`). Idempotent.
+    pub fn shutdown(&self, py: Python<'_>, timeout_millis: Option<u64>) {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let timeout = Duration::from_millis(timeout_millis.unwrap_or(10_000));
+        py.detach(|| self.processors.iter().for_each(|p| p.shutdown(timeout)));
+    }
+}
+
+/// Sandboxed span processors before a Python exporter.
+#[pyclass(module = "lens._lens", frozen)]
+pub struct ProcessCore {
+    set: ProcessorSet,
+    /// The processors as the stages `run_stages` takes.
+    stages: Vec<Arc<dyn ExportStage<SpanData>>>,
+}
+
+#[pymethods]
+impl ProcessCore {
+    /// The processors of `processors_json` (a list of `[[traces.processors]]` entries),
+    /// started; `name` is the exporter they run before (in messages and statistics).
+    #[new]
+    fn new(py: Python<'_>, processors_json: &str, name: String) -> PyResult<Self> {
+        let set = ProcessorSet::start(py, processors_json, name, Signal::Traces)?;
+        let stages = set
+            .processors
+            .iter()
+            .map(|p| p.clone() as Arc<dyn ExportStage<SpanData>>)
+            .collect();
+        Ok(Self { set, stages })
     }
 
     /// Each span's fate, in order: `None` (dropped), `True` (unchanged), or `(name,
@@ -69,10 +130,14 @@ impl ProcessCore {
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let originals = convert::batch(spans)?.spans;
         let n = originals.len() as u64;
-        let out = if self.shut_down.load(Ordering::Acquire) {
+        let out = if self.set.is_shut_down() {
             originals.clone()
         } else {
-            py.detach(|| self.run(originals.clone()))
+            py.detach(|| {
+                let (out, processed) = run_stages(&self.stages, originals.clone());
+                self.set.count(n, out.len() as u64, &processed);
+                out
+            })
         };
         let mut next = out.iter().peekable();
         let mut fates = Vec::with_capacity(originals.len());
@@ -91,33 +156,14 @@ impl ProcessCore {
     /// The counters as JSON (`stats_json` of the exporters: `received`, `exported` = passed
     /// on, `dropped_processor`, `processor_faults`, `processors`).
     fn stats_json(&self) -> String {
-        stats_json(&self.stats, "processors")
+        self.set.stats_json()
     }
 
     /// Shuts the processors down (each `shutdown` within `timeout_millis`); later batches pass
     /// unprocessed. Idempotent.
     #[pyo3(signature = (timeout_millis=None))]
     fn shutdown(&self, py: Python<'_>, timeout_millis: Option<u64>) {
-        if self.shut_down.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let timeout = Duration::from_millis(timeout_millis.unwrap_or(10_000));
-        py.detach(|| self.processors.iter().for_each(|p| p.release(timeout)));
-    }
-}
-
-impl ProcessCore {
-    /// The processors in order on `spans`, counted.
-    fn run(&self, spans: Vec<SpanData>) -> Vec<SpanData> {
-        let items = spans.len() as u64;
-        let (spans, processed) = run_stages(&self.processors, spans);
-        let total = ProcessorCounts {
-            dropped: items - spans.len() as u64,
-            faults: 0,
-        };
-        self.stats.record_processor_batch(items, total);
-        self.stats.record_processed_by(&processed);
-        spans
+        self.set.shutdown(py, timeout_millis);
     }
 }
 
@@ -127,9 +173,9 @@ fn unchanged(s: &SpanData, original: &SpanData) -> bool {
 
 /// `(name, attributes, (code, description))` of an edited span.
 fn edited<'py>(py: Python<'py>, s: &SpanData) -> PyResult<Bound<'py, PyAny>> {
-    let attributes = pyo3::types::PyDict::new(py);
+    let attributes = PyDict::new(py);
     for KeyValue { key, value, .. } in &s.attributes {
-        attributes.set_item(key.as_str(), value_to_py(py, value)?)?;
+        attributes.set_item(key.as_str(), convert::to_py::value(py, value)?)?;
     }
     let status = match &s.status {
         Status::Unset => ("unset", String::new()),
@@ -145,21 +191,4 @@ fn edited<'py>(py: Python<'py>, s: &SpanData) -> PyResult<Bound<'py, PyAny>> {
         ],
     )?
     .into_any())
-}
-
-/// An attribute value as the Python SDK holds it (arrays as tuples).
-fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match v {
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::I64(i) => i.into_pyobject(py)?.into_any(),
-        Value::F64(f) => f.into_pyobject(py)?.into_any(),
-        Value::String(s) => s.as_str().into_pyobject(py)?.into_any(),
-        Value::Array(Array::Bool(a)) => PyTuple::new(py, a)?.into_any(),
-        Value::Array(Array::I64(a)) => PyTuple::new(py, a)?.into_any(),
-        Value::Array(Array::F64(a)) => PyTuple::new(py, a)?.into_any(),
-        Value::Array(Array::String(a)) => {
-            PyTuple::new(py, a.iter().map(|s| s.as_str()))?.into_any()
-        }
-        other => other.to_string().into_pyobject(py)?.into_any(),
-    })
 }

@@ -494,3 +494,99 @@ def test_unchanged_metrics_are_passed_as_they_were(guests):
     assert dict(edited.data.data_points[0].attributes) == {"k": "v", "index": 0}
     assert edited.data.data_points[0].value == 3
     assert edited.data is not original.data and original.name == "kept"
+
+
+LOGS_PYTHON_RANK = """
+import json, logging, sys
+from nemo.lens import NemoLensConfig, setup_telemetry
+from nemo.lens.logging_bridge import setup_logging_bridge
+from opentelemetry._logs import get_logger_provider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+import lens
+
+memory = InMemoryLogRecordExporter()
+exporter = lens.ProcessingLogExporter(memory, processors=json.loads(sys.argv[1]))
+config = NemoLensConfig(enabled=True, logs_enabled=True, exporter="console", run_id="job-13")
+handle = setup_telemetry(config, rank=0, world_size=1)
+get_logger_provider().add_log_record_processor(SimpleLogRecordProcessor(exporter))
+setup_logging_bridge("train", logging.DEBUG)
+log = logging.getLogger("train")
+log.setLevel(logging.DEBUG)
+for i in range(30):
+    level = logging.DEBUG if i % 3 == 0 else logging.INFO
+    log.log(level, "step %d", i, extra={"user.email": f"u{i}@example.com"})
+handle.shutdown()
+get_logger_provider().shutdown()
+records = [
+    {
+        "body": r.log_record.body,
+        "severity": r.log_record.severity_text,
+        "attributes": dict(r.log_record.attributes or {}),
+        "time": r.log_record.timestamp,
+        "trace": r.log_record.trace_id,
+    }
+    for r in memory.get_finished_logs()
+]
+# The console exporter's records share stdout: the result is the line marked.
+print("RESULT", json.dumps({"records": records, "stats": exporter.stats()}))
+"""
+
+
+@pytest.mark.nemo
+def test_a_nemo_lens_rank_processes_log_records_before_a_python_exporter(guests):
+    entries = processors(guests, names="DEBUG", keys="user.email", redact_fault="pass")
+    done = subprocess.run(
+        [sys.executable, "-c", LOGS_PYTHON_RANK, json.dumps(entries)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    marked = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    result = json.loads(marked[-1].removeprefix("RESULT "))
+    records = [r for r in result["records"] if str(r["body"]).startswith("step ")]
+    stats = result["stats"]
+    assert sorted(int(r["body"].split()[1]) for r in records) == [
+        i for i in range(30) if i % 3 != 0
+    ]
+    for r in records:
+        assert r["severity"] == "INFO" and r["time"]
+        assert "user.email" not in r["attributes"]
+        assert r["attributes"]["lens.redacted"] is True
+    assert stats["processors"]["quiet"]["dropped"] >= 10
+    assert stats["received"] == stats["exported"] + stats["dropped_processor"]
+
+
+def test_edited_log_records_keep_the_rest_and_unchanged_ones_pass_as_they_were(guests):
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    made = InMemoryLogRecordExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(made))
+    logger = provider.get_logger("train")
+    logger.emit(body="first", severity_text="INFO", attributes={"k": "v"})
+    logger.emit(body={"nested": [1, "two"]}, severity_text="WARN", attributes={"k": "w"})
+    original = list(made.get_finished_logs())
+
+    memory = InMemoryLogRecordExporter()
+    rewrite = [{"path": guests["processor"], "settings": {"mode": "rewrite"}}]
+    lens.ProcessingLogExporter(memory, processors=rewrite).export(original)
+    first, second = memory.get_finished_logs()
+    # `rewrite`: every record's event name, an `index`, the body of odd ones `[redacted]`.
+    assert first.log_record.event_name == second.log_record.event_name == "lens.event"
+    assert first.log_record.body == "first"
+    assert dict(first.log_record.attributes) == {"k": "v", "index": 0}
+    assert second.log_record.body == "[redacted]"
+    assert second.log_record.severity_text == "WARN"
+    assert second.log_record.timestamp == original[1].log_record.timestamp
+    assert dict(second.log_record.attributes) == {"k": "w", "index": 1}
+    # The originals are left as they were.
+    assert original[1].log_record.body == {"nested": [1, "two"]}
+    assert original[0].log_record.event_name is None
+
+    passed = InMemoryLogRecordExporter()
+    noop = [{"path": guests["processor"], "settings": {"mode": "noop"}}]
+    lens.ProcessingLogExporter(passed, processors=noop).export(original)
+    assert all(a is b for a, b in zip(passed.get_finished_logs(), original, strict=True))
+    provider.shutdown()

@@ -135,23 +135,26 @@ fn python(
     Ok(())
 }
 
-/// componentize-py's error for a missing exporter class, said in the project's terms.
+/// componentize-py's error for a missing exporter (or processor) class, said in the project's
+/// terms.
 fn python_hint((e, output): (String, String)) -> String {
-    for (signal, class) in [
-        ("spans", "SpanExporter"),
-        ("metrics", "MetricExporter"),
-        ("logs", "LogExporter"),
+    for (signal, class, factory) in [
+        ("spans", "SpanExporter", "span_exporter(MyExporter)"),
+        ("metrics", "MetricExporter", "metric_exporter(MyExporter)"),
+        ("logs", "LogExporter", "log_exporter(MyExporter)"),
+        ("spans", "SpanProcessor", "span_processor(MyProcessor)"),
+        (
+            "metrics",
+            "MetricProcessor",
+            "metric_processor(MyProcessor)",
+        ),
+        ("logs", "LogProcessor", "log_processor(MyProcessor)"),
     ] {
         if output.contains(&format!("module 'app' has no attribute '{class}'")) {
             return format!(
                 "app.py defines no `{class}`, which `signals` in lens-exporter.toml asks for \
-                 ({signal}): register one (`{class} = lens_exporter_sdk.{}(MyExporter)`) or take \
-                 `{signal}` out of `signals`\n\n{e}",
-                match signal {
-                    "spans" => "span_exporter",
-                    "metrics" => "metric_exporter",
-                    _ => "log_exporter",
-                }
+                 ({signal}): register one (`{class} = lens_exporter_sdk.{factory}`) or take \
+                 `{signal}` out of `signals`\n\n{e}"
             );
         }
     }
@@ -184,12 +187,12 @@ fn js(
         std::fs::write(&stamp, &package).map_err(|e| format!("{}: {e}", stamp.display()))?;
     }
     // componentize-js takes one module: rolldown resolves the imports into it.
-    let bundle = dir.join("build/bundle/exporter.js");
+    let bundle = dir.join("build/bundle").join(m.js_entry());
     step(
         "rolldown (bundle)",
         Command::new(&t.rolldown)
             .current_dir(dir)
-            .arg("exporter.js")
+            .arg(m.js_entry())
             .args(["--format", "esm", "--file"])
             .arg(&bundle),
     )?;

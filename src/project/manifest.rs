@@ -3,6 +3,7 @@
 //! ```toml
 //! name = "my-exporter"            # the component: build/my-exporter.wasm
 //! language = "python"             # python, js or rust
+//! kind = "exporter"               # exporter (the default) or processor
 //! signals = ["spans", "metrics"]  # any of spans, metrics, logs
 //! sdk = "0.4.0"                   # the guest SDK (and WIT) version it is written against
 //! ```
@@ -52,6 +53,28 @@ impl Language {
     }
 }
 
+/// What a project's component is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ProjectKind {
+    /// An exporter (`span-exporter`, `metric-exporter`, `log-exporter`).
+    #[default]
+    Exporter,
+    /// A processor (`span-processor`, `metric-processor`, `log-processor`), run before the
+    /// exporters (`[[traces.processors]]` & co.).
+    Processor,
+}
+
+impl ProjectKind {
+    /// Its name in prose, the manifest and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProjectKind::Exporter => "exporter",
+            ProjectKind::Processor => "processor",
+        }
+    }
+}
+
 /// A signal an exporter serves.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
@@ -85,6 +108,10 @@ pub struct Manifest {
     pub name: String,
     /// The language. Example: `language = "python"`.
     pub language: Language,
+    /// What the component is: `exporter` (the default) or `processor`. Example:
+    /// `kind = "processor"`.
+    #[serde(default)]
+    pub kind: ProjectKind,
     /// The signals it exports, each once: the component exports exactly these interfaces.
     /// Example: `signals = ["spans", "logs"]`.
     pub signals: Vec<ProjectSignal>,
@@ -134,24 +161,51 @@ impl Manifest {
                 self.sdk
             ));
         }
+        if self.kind == ProjectKind::Processor && self.sdk != SDK_VERSION {
+            return Err(format!(
+                "`sdk = \"{}\"`: processors came with SDK {SDK_VERSION}; write `sdk = \
+                 \"{SDK_VERSION}\"`",
+                self.sdk
+            ));
+        }
         Ok(())
     }
 
-    /// The WIT world exporting exactly the manifest's signals.
+    /// The WIT world exporting exactly the manifest's signals' exporters (or processors).
     pub fn world(&self) -> &'static str {
         let has = |s| self.signals.contains(&s);
-        match (
+        let which = (
             has(ProjectSignal::Spans),
             has(ProjectSignal::Metrics),
             has(ProjectSignal::Logs),
-        ) {
-            (true, false, false) => "exporter",
-            (false, true, false) => "metrics",
-            (false, false, true) => "logs",
-            (true, true, false) => "spans-metrics",
-            (true, false, true) => "spans-logs",
-            (false, true, true) => "metrics-logs",
-            _ => "all-signals",
+        );
+        match self.kind {
+            ProjectKind::Exporter => match which {
+                (true, false, false) => "exporter",
+                (false, true, false) => "metrics",
+                (false, false, true) => "logs",
+                (true, true, false) => "spans-metrics",
+                (true, false, true) => "spans-logs",
+                (false, true, true) => "metrics-logs",
+                _ => "all-signals",
+            },
+            ProjectKind::Processor => match which {
+                (true, false, false) => "span-processors",
+                (false, true, false) => "metric-processors",
+                (false, false, true) => "log-processors",
+                (true, true, false) => "span-metric-processors",
+                (true, false, true) => "span-log-processors",
+                (false, true, true) => "metric-log-processors",
+                _ => "all-processors",
+            },
+        }
+    }
+
+    /// The JavaScript source `lens build` bundles.
+    pub fn js_entry(&self) -> &'static str {
+        match self.kind {
+            ProjectKind::Exporter => "exporter.js",
+            ProjectKind::Processor => "processor.js",
         }
     }
 
@@ -169,12 +223,15 @@ impl Manifest {
              name = \"{name}\"\n\
              # python, js or rust\n\
              language = \"{language}\"\n\
+             # exporter or processor\n\
+             kind = \"{kind}\"\n\
              # Any of spans, metrics, logs: the component exports exactly these.\n\
              signals = [{signals}]\n\
-             # The guest SDK (and WIT) version the exporter is written against.\n\
+             # The guest SDK (and WIT) version the component is written against.\n\
              sdk = \"{sdk}\"\n",
             name = self.name,
             language = self.language.as_str(),
+            kind = self.kind.as_str(),
             signals = signals.join(", "),
             sdk = self.sdk,
         )

@@ -1,12 +1,12 @@
-//! `lens new <python|js|rust> <dir> [--signals spans,metrics,logs]`: a project that builds
-//! outside this repository.
+//! `lens new <python|js|rust> <dir> [--signals spans,metrics,logs] [--kind exporter|processor]`:
+//! a project that builds outside this repository.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 
-use super::manifest::{Language, Manifest, ProjectSignal, check_name};
+use super::manifest::{Language, Manifest, ProjectKind, ProjectSignal, check_name};
 use super::sdk::{self, SDK_VERSION};
 use crate::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
 
@@ -16,9 +16,13 @@ pub struct NewArgs {
     language: Language,
     /// The project's folder (made; it must not exist or be empty).
     dir: PathBuf,
-    /// The signals it exports, comma-separated.
+    /// The signals it serves, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "spans")]
     signals: Vec<ProjectSignal>,
+    /// What to make: an exporter, or a processor (run before the exporters, to drop, redact
+    /// or rename items).
+    #[arg(long, value_enum, default_value = "exporter")]
+    kind: ProjectKind,
     /// The component's name (default: the folder's name).
     #[arg(long)]
     name: Option<String>,
@@ -68,6 +72,7 @@ fn new(args: &NewArgs) -> Result<(), (u8, String)> {
     let manifest = Manifest {
         name,
         language: args.language,
+        kind: args.kind,
         signals: args.signals.clone(),
         sdk: SDK_VERSION.to_string(),
     };
@@ -90,8 +95,9 @@ fn new(args: &NewArgs) -> Result<(), (u8, String)> {
     }
     let signals: Vec<String> = manifest.signals.iter().map(|s| s.to_string()).collect();
     println!(
-        "Created {} exporter `{}` ({}) in {}",
+        "Created {} {} `{}` ({}) in {}",
         manifest.language.display_name(),
+        manifest.kind.as_str(),
         manifest.name,
         signals.join(", "),
         args.dir.display()

@@ -1,10 +1,11 @@
-//! The files of a new project: a manifest, a README with the two commands, and the exporter's
-//! source with one example exporter per signal asked for (each writes a line per item to
-//! stdout, where `lens check` and `lens demo` show it), assembled from the pieces under
-//! `templates/`. The tests build and check every language's project and lint the Python and
-//! Rust ones.
+//! The files of a new project: a manifest, a README with the two commands, and the component's
+//! source with one example per signal asked for, assembled from the pieces under `templates/`:
+//! an exporter (each writes a line per item to stdout, where `lens check` and `lens demo` show
+//! it) or a processor (each drops the items named in `drop` and redacts the attributes named in
+//! `keys`). The tests build and check every language's project and lint the Python and Rust
+//! ones.
 
-use super::manifest::{Language, Manifest, ProjectSignal};
+use super::manifest::{Language, Manifest, ProjectKind, ProjectSignal};
 use super::sdk::{InstalledSdk, SDK_VERSION};
 
 /// A file of the project: its path relative to the project and its text.
@@ -48,6 +49,118 @@ const RUST: Pieces = Pieces {
     logs: ("", include_str!("templates/rust/logs.rs")),
 };
 
+/// A processor's pieces: the head (with what every signal's processor shares) and per signal
+/// its body.
+struct ProcessorPieces {
+    head: &'static str,
+    spans: &'static str,
+    metrics: &'static str,
+    logs: &'static str,
+}
+
+impl ProcessorPieces {
+    fn of(&self, signal: ProjectSignal) -> &'static str {
+        match signal {
+            ProjectSignal::Spans => self.spans,
+            ProjectSignal::Metrics => self.metrics,
+            ProjectSignal::Logs => self.logs,
+        }
+    }
+}
+
+const PYTHON_PROCESSOR: ProcessorPieces = ProcessorPieces {
+    head: include_str!("templates/python-processor/head.py"),
+    spans: include_str!("templates/python-processor/spans.py"),
+    metrics: include_str!("templates/python-processor/metrics.py"),
+    logs: include_str!("templates/python-processor/logs.py"),
+};
+
+const JS_PROCESSOR: ProcessorPieces = ProcessorPieces {
+    head: concat!(
+        include_str!("templates/js-processor/head.js"),
+        "{{imports}}",
+        include_str!("templates/js-processor/rules.js")
+    ),
+    spans: include_str!("templates/js-processor/spans.js"),
+    metrics: include_str!("templates/js-processor/metrics.js"),
+    logs: include_str!("templates/js-processor/logs.js"),
+};
+
+const RUST_PROCESSOR: ProcessorPieces = ProcessorPieces {
+    head: include_str!("templates/rust-processor/head.rs"),
+    spans: include_str!("templates/rust-processor/spans.rs"),
+    metrics: include_str!("templates/rust-processor/metrics.rs"),
+    logs: include_str!("templates/rust-processor/logs.rs"),
+};
+
+/// What each language registers a signal's processor as: Python's class and the SDK's factory
+/// (also Rust's `export!` key), and the type the template defines.
+fn processor_names(signal: ProjectSignal) -> (&'static str, &'static str, &'static str) {
+    match signal {
+        ProjectSignal::Spans => ("SpanProcessor", "span_processor", "SpanRules"),
+        ProjectSignal::Metrics => ("MetricProcessor", "metric_processor", "MetricRules"),
+        ProjectSignal::Logs => ("LogProcessor", "log_processor", "LogRules"),
+    }
+}
+
+fn js_processor_import(signal: ProjectSignal) -> &'static str {
+    match signal {
+        ProjectSignal::Spans => "processSpans",
+        ProjectSignal::Metrics => "processMetrics",
+        ProjectSignal::Logs => "processLogs",
+    }
+}
+
+/// A processor project's source file.
+fn processor_source(m: &Manifest, signals: &[ProjectSignal]) -> ProjectFile {
+    match m.language {
+        Language::Python => {
+            let mut text = PYTHON_PROCESSOR.head.to_string();
+            for s in signals {
+                text.push_str(PYTHON_PROCESSOR.of(*s));
+            }
+            text.push_str(
+                "\n\n# The registration: componentize-py looks for these names in this module.\n",
+            );
+            for s in signals {
+                let (class, factory, rules) = processor_names(*s);
+                text.push_str(&format!("{class} = lens_exporter_sdk.{factory}({rules})\n"));
+            }
+            ("app.py", text)
+        }
+        Language::Js => {
+            let names: Vec<&str> = signals.iter().map(|s| js_processor_import(*s)).collect();
+            let import = format!(
+                "import {{ {} }} from \"lens-exporter-sdk\";\n",
+                names.join(", ")
+            );
+            let mut text = JS_PROCESSOR.head.replace("{{imports}}", &import);
+            for s in signals {
+                text.push_str(JS_PROCESSOR.of(*s));
+            }
+            ("processor.js", text)
+        }
+        Language::Rust => {
+            let mut text = RUST_PROCESSOR.head.to_string();
+            for s in signals {
+                text.push_str(RUST_PROCESSOR.of(*s));
+            }
+            let names: Vec<String> = signals
+                .iter()
+                .map(|s| {
+                    let (_, key, ty) = processor_names(*s);
+                    format!("{key}: {ty}")
+                })
+                .collect();
+            text.push_str(&format!(
+                "\n// The component exports exactly these processors.\nlens_exporter_sdk::export!({});\n",
+                names.join(", ")
+            ));
+            ("src/lib.rs", text)
+        }
+    }
+}
+
 impl Pieces {
     fn of(&self, signal: ProjectSignal) -> (&'static str, &'static str) {
         match signal {
@@ -66,6 +179,7 @@ fn fill(text: &str, m: &Manifest, sdk: &InstalledSdk) -> String {
         .replace("{{sdk_version}}", SDK_VERSION)
         .replace("{{sdk_path}}", &sdk.sdk("rust").display().to_string())
         .replace("{{sdk_js_path}}", &sdk.sdk("js").display().to_string())
+        .replace("{{js_entry}}", m.js_entry())
 }
 
 /// The names each SDK registers a signal's exporter under.
@@ -85,10 +199,13 @@ fn js_import(signal: ProjectSignal) -> &'static str {
     }
 }
 
-/// The exporter's source file.
+/// The component's source file.
 fn source(m: &Manifest) -> ProjectFile {
     let mut signals = m.signals.clone();
     signals.sort();
+    if m.kind == ProjectKind::Processor {
+        return processor_source(m, &signals);
+    }
     match m.language {
         Language::Python => {
             let mut imports: Vec<&str> = signals
@@ -168,29 +285,40 @@ fn readme(m: &Manifest) -> String {
                            as usual."
             .to_string(),
     };
+    let signals = m
+        .signals
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let language = m.language.display_name();
+    let what = match m.kind {
+        ProjectKind::Exporter => format!(
+            "A Lens exporter for {signals}, in {language}: `{source}` holds one exporter per \
+             signal, each writing a line per item to stdout. Replace their `export` bodies with \
+             calls to your backend."
+        ),
+        ProjectKind::Processor => format!(
+            "A Lens processor for {signals}, in {language}: `{source}` holds one processor per \
+             signal, each dropping the items named in the `drop` setting and removing the \
+             attributes named in `keys`. Replace their `process` bodies with your own rules \
+             (processors.md in the Lens repository has the rules of the game)."
+        ),
+    };
     format!(
         "# {name}\n\n\
-         A Lens exporter for {signals}, in {language}: `{source}` holds one exporter per signal, \
-         each writing a line per item to stdout. Replace their `export` bodies with calls to your \
-         backend.\n\n\
+         {what}\n\n\
          ```sh\n\
          lens build\n\
          lens check build/{name}.wasm\n\
          ```\n\n\
          `lens build` installs the pinned toolchain once per user and builds \
          `build/{name}.wasm`; `lens check` validates it, runs the conformance suite of every \
-         signal it exports and shows what the exporter printed under each case. `lens.toml` \
+         signal it serves and shows what the component printed under each case. `lens.toml` \
          runs it for each of its signals in a simulated training job: `lens demo --config \
          lens.toml` (each rank's guest output lands in the run folder).\n\n\
          {edit}\n",
         name = m.name,
-        signals = m
-            .signals
-            .iter()
-            .map(|s| s.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        language = m.language.display_name(),
     )
 }
 
@@ -216,6 +344,24 @@ fn config(m: &Manifest) -> String {
             ProjectSignal::Metrics => "metrics",
             ProjectSignal::Logs => "logs",
         };
+        if m.kind == ProjectKind::Processor {
+            // What the demo makes, for the processor to drop and redact.
+            let (drop, keys) = match s {
+                ProjectSignal::Spans => ("optimizer", "gen_ai.prompt,gen_ai.completion"),
+                ProjectSignal::Metrics => ("train.tokens_per_second", "user.email"),
+                ProjectSignal::Logs => ("", "user.email"),
+            };
+            text.push_str(&format!(
+                "\n# What the processor leaves goes to the console (`lens demo`'s summary notes what\n\
+                 # it dropped).\n\
+                 [[{table}.exporters]]\nkind = \"console\"\n\n\
+                 [[{table}.processors]]\nkind = \"wasm\"\nname = \"{name}\"\n\
+                 path = \"build/{name}.wasm\"\n\
+                 settings = {{ drop = \"{drop}\", keys = \"{keys}\" }}\n",
+                name = m.name
+            ));
+            continue;
+        }
         text.push_str(&format!(
             "\n[[{table}.exporters]]\nkind = \"wasm\"\nname = \"{name}\"\npath = \"build/{name}.wasm\"\n\
              settings = {{ prefix = \"{name}\" }}\n",
@@ -251,7 +397,7 @@ pub fn files(m: &Manifest, sdk: &InstalledSdk) -> Vec<ProjectFile> {
             "package.json",
             fill(
                 "{\n  \"name\": \"{{name}}\",\n  \"version\": \"0.1.0\",\n  \"private\": true,\n  \
-                 \"type\": \"module\",\n  \"main\": \"exporter.js\",\n  \"dependencies\": {\n    \
+                 \"type\": \"module\",\n  \"main\": \"{{js_entry}}\",\n  \"dependencies\": {\n    \
                  \"lens-exporter-sdk\": \"file:{{sdk_js_path}}\"\n  }\n}\n",
                 m,
                 sdk,

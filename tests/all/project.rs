@@ -1,4 +1,5 @@
-//! `lens new` and `lens build`: a project per language made in a folder outside the repository,
+//! `lens new` and `lens build`: a project per language (exporters, and processors with
+//! `--kind processor`) made in a folder outside the repository,
 //! built with the pinned toolchain, checked by `lens check` (which shows what the guest printed),
 //! run by `lens demo` (which writes it into the run folder); the manifest's golden errors; the
 //! SDKs the binary carries against the repository's.
@@ -225,7 +226,15 @@ const BAD_MANIFESTS: &[(&str, &str)] = &[
     ),
     (
         "name = \"x\"\nlanguage = \"js\"\nsignals = [\"logs\"]\nsdk = \"0.3.0\"\nworld = \"all\"\n",
-        "unknown field `world`, expected one of `name`, `language`, `signals`, `sdk`",
+        "unknown field `world`, expected one of `name`, `language`, `kind`, `signals`, `sdk`",
+    ),
+    (
+        "name = \"x\"\nlanguage = \"js\"\nkind = \"filter\"\nsignals = [\"logs\"]\nsdk = \"0.4.0\"\n",
+        "unknown variant `filter`, expected `exporter` or `processor`",
+    ),
+    (
+        "name = \"x\"\nlanguage = \"js\"\nkind = \"processor\"\nsignals = [\"logs\"]\nsdk = \"0.3.0\"\n",
+        "`sdk = \"0.3.0\"`: processors came with SDK 0.4.0",
     ),
 ];
 
@@ -378,4 +387,68 @@ fn guest_examples_build_sh_pins_the_toolchain_lens_build_installs() {
             "{var}: build.sh pins {in_script}, src/project/tools.rs does not"
         );
     }
+}
+
+/// `lens new --kind processor` + `lens build` + `lens check` (every suite passing), as
+/// [`new_build_check`].
+fn new_processor(language: &str, signals: &str, name: &str) -> (String, tempfile::TempDir) {
+    let outside = tempfile::tempdir().unwrap();
+    let made = ok(lens_in(outside.path()).args([
+        "new",
+        language,
+        name,
+        "--kind",
+        "processor",
+        "--signals",
+        signals,
+    ]));
+    assert!(made.contains(&format!("processor `{name}`")), "{made}");
+    let project = outside.path().join(name);
+    ok(lens_in(&project).arg("build"));
+    let report = ok(lens_in(&project).args(["check", &format!("build/{name}.wasm"), "--quick"]));
+    assert!(report.ends_with("PASS\n"), "{report}");
+    (report, outside)
+}
+
+#[test]
+fn a_rust_processor_project_serves_every_signal_and_drops_in_the_demo() {
+    let (report, dir) = new_processor("rust", "spans,metrics,logs", "quiet-rs");
+    assert_eq!(
+        exports(&report),
+        "lens:exporter/span-processor@0.4.0, lens:exporter/metric-processor@0.4.0, \
+         lens:exporter/log-processor@0.4.0 (valid)"
+    );
+    let project = dir.path().join("quiet-rs");
+    ok(Command::new("rustfmt")
+        .args(["--check", "--edition", "2024"])
+        .arg(project.join("src/lib.rs")));
+    // The project's lens.toml: the processor drops the demo's optimizer spans.
+    let out = dir.path().join("run");
+    let demo = ok(lens_in(&project)
+        .args(["demo", "--config", "lens.toml", "--ranks", "1"])
+        .args(["--steps", "10", "--out"])
+        .arg(&out));
+    assert!(
+        demo.contains("processor `quiet-rs`: ") && demo.contains("10 dropped, 0 met a fault"),
+        "{demo}"
+    );
+}
+
+#[test]
+fn python_and_javascript_processor_projects_build_and_pass_their_check() {
+    let (report, dir) = new_processor("python", "spans,metrics", "quiet-py");
+    assert_eq!(
+        exports(&report),
+        "lens:exporter/span-processor@0.4.0, lens:exporter/metric-processor@0.4.0 (valid)"
+    );
+    let app = dir.path().join("quiet-py/app.py");
+    ok(Command::new("ruff").args(["check", "--no-cache"]).arg(&app));
+    ok(Command::new("ruff")
+        .args(["format", "--check", "--no-cache"])
+        .arg(&app));
+    let (report, _dir) = new_processor("js", "logs", "quiet-js");
+    assert_eq!(
+        exports(&report),
+        "lens:exporter/log-processor@0.4.0 (valid)"
+    );
 }

@@ -24,7 +24,9 @@
 //! Every span, metric data point and log record that reaches an exporter is either exported or
 //! counted as dropped, by reason, per exporter ([`DeliveryStats`]), retries included. A batch processor exports one batch at a time, or up to
 //! `batch.max_concurrent_exports` at once; a wasm exporter then runs one sandboxed instance per
-//! concurrent export.
+//! concurrent export. Sandboxed processors (`[[traces.processors]]`, `[[metrics.processors]]`,
+//! `[[logs.processors]]`) run between each batch processor (or reader) and its exporter, on the
+//! export side; what they drop is counted too (`dropped_processor`).
 //!
 //! ## Map of the modules, along the pipeline
 //!
@@ -43,8 +45,8 @@
 //! | `encoding` | how a batch of spans, metrics or log records reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
 //! | `metrics` | the in-memory metric reader, [`data_points`] | `encoding` |
 //! | [`exporter`] | the native exporters of spans, metrics and log records: OTLP, console, none | `config`, `encoding` |
-//! | [`wasm`] | the sandbox host: engine, load, cache, grants, interfaces, instances, lanes with backoff and retries, hot reload of a component, the span, metric and log exporters, span processors and their edits | `config`, `batch`, `trace`, `logs`, `encoding`, `bindings` |
-//! | `pipeline` | assembly: config entries become batch processors and readers (metric exporters counted per data point); a reload's plan, entry by entry | `exporter`, `wasm`, `trace`, `logs` |
+//! | [`wasm`] | the sandbox host: engine, load, cache, grants, interfaces, instances, lanes with backoff and retries, hot reload of a component, the span, metric and log exporters, processors of every signal and their edits | `config`, `batch`, `trace`, `logs`, `encoding`, `bindings` |
+//! | `pipeline` | assembly: config entries become batch processors and readers (metric exporters counted per data point, the metric processors before them); a reload's plan, entry by entry | `exporter`, `wasm`, `trace`, `logs` |
 //! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install), [`TelemetryHandle`], its reloads and their triggers (watched file, SIGHUP) | `pipeline` and below |
 //! | [`check`] | what `lens check` runs: validation, timings, a conformance suite per exporter interface (feature `testing`) | `wasm`, `encoding`, `testing` |
 //! | [`testing`] | the oracle exporter, the span fixtures, metric collections and log records of every kind (feature `testing`) | `exporter`, `metrics` |

@@ -26,6 +26,8 @@ NeMo Lens as it is::
 - ``ProcessingMetricExporter``: sandboxed metric processors (``[[metrics.processors]]``) before
   any ``MetricExporter``;
 - ``WasmLogExporter``: a log record exporter for ``BatchLogRecordProcessor``;
+- ``ProcessingLogExporter``: sandboxed log processors (``[[logs.processors]]``) before any log
+  record exporter;
 - ``from_config(path, name, signal)``: the exporter of a Lens TOML file's wasm entry;
 - ``compile(path)``: components compiled into the cache before ranks start.
 
@@ -41,12 +43,13 @@ from os import PathLike
 from typing import Any
 
 from lens._lens import ExporterLoadError, __version__, compile, refresh_logging
-from lens._logs import WasmLogExporter
+from lens._logs import ProcessingLogExporter, WasmLogExporter
 from lens._metrics import ProcessingMetricExporter, WasmMetricExporter
 from lens._spans import ProcessingSpanExporter, WasmSpanExporter, WasmSpanProcessor
 
 __all__ = [
     "ExporterLoadError",
+    "ProcessingLogExporter",
     "ProcessingMetricExporter",
     "ProcessingSpanExporter",
     "WasmLogExporter",

@@ -1,8 +1,11 @@
-"""``WasmLogExporter``."""
+"""``WasmLogExporter``, ``ProcessingLogExporter``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from os import PathLike
 from typing import Any
 
@@ -13,8 +16,8 @@ except ImportError:  # pragma: no cover - older SDKs
     from opentelemetry.sdk._logs.export import LogExporter as _LogExporterBase
     from opentelemetry.sdk._logs.export import LogExportResult
 
-from lens._keywords import Sandboxed, expect_signal, spec_json
-from lens._lens import LogCore
+from lens._keywords import Sandboxed, expect_signal, processor_entry, spec_json
+from lens._lens import LogCore, LogProcessCore
 
 
 class WasmLogExporter(Sandboxed, _LogExporterBase):
@@ -55,3 +58,69 @@ class WasmLogExporter(Sandboxed, _LogExporterBase):
         if self._core.export(batch) is None:
             return LogExportResult.SUCCESS
         return LogExportResult.FAILURE
+
+
+class ProcessingLogExporter(_LogExporterBase):
+    """Sandboxed log processors before any log record exporter, Python ones included (NeMo
+    Lens's OTLP exporter, a vendor's): ``export`` runs the ``processors`` (each a
+    ``[[logs.processors]]`` entry as a dict, ``docs/processors.md``) on the batch, in order,
+    the GIL released while they run, then hands ``exporter`` what is left: the records dropped
+    gone, the edited ones as new records with their new event name, body and attributes
+    (times, severity and trace context as they were), the others unchanged. A processor that
+    faults passes the batch on unprocessed or drops it, as its ``on_fault`` says; nothing
+    raises into the SDK's thread from a guest::
+
+        exporter = lens.ProcessingLogExporter(
+            OTLPLogExporter(),
+            processors=[{"path": "rust-redact.wasm", "settings": {"keys": "user.email"}}],
+        )
+        get_logger_provider().add_log_record_processor(BatchLogRecordProcessor(exporter))
+
+    ``stats()``: records ``received``, passed on (``exported``), ``dropped_processor`` and
+    ``processor_faults``, both by processor in ``processors``.
+    """
+
+    def __init__(
+        self,
+        exporter: Any,
+        processors: Sequence[Mapping[str, Any]],
+        *,
+        name: str | None = None,
+    ) -> None:
+        self._exporter = exporter
+        entries = json.dumps([processor_entry(p) for p in processors])
+        self._core = LogProcessCore(entries, name or type(exporter).__name__)
+
+    def export(self, batch: Sequence[Any]) -> LogExportResult:
+        """Runs the processors, then exports what is left (``SUCCESS`` when nothing is)."""
+        batch = list(batch)
+        fates = self._core.process(batch)
+        out = []
+        for record, fate in zip(batch, fates, strict=True):
+            if fate is None:
+                continue
+            out.append(record if fate is True else _edited(record, fate))
+        if not out:
+            return LogExportResult.SUCCESS
+        return self._exporter.export(out)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._exporter.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        """Shuts the processors, then the exporter, down."""
+        self._core.shutdown()
+        self._exporter.shutdown()
+
+    def stats(self) -> dict[str, Any]:
+        return json.loads(self._core.stats_json())
+
+
+def _edited(record: Any, changes: dict[str, Any]) -> Any:
+    """``record`` (a ``ReadableLogRecord``) with what a processor changed: a copy of its
+    ``LogRecord``, the original left as it was."""
+    log_record = copy.copy(record.log_record)
+    for field in ("event_name", "body", "attributes"):
+        if field in changes:
+            setattr(log_record, field, changes[field])
+    return replace(record, log_record=log_record)

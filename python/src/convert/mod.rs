@@ -24,6 +24,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
 
 pub mod logs;
 pub mod metrics;
+pub mod to_py;
 
 /// The spans of one batch, and the resource of the first (the SDK's batch processor hands over
 /// spans of one provider).

@@ -34,7 +34,7 @@ fn well_behaved_processors_pass_their_suite() {
             "ok    10k spans in batches of 512",
             "lens:exporter/metric-processor@0.4.0 (metrics)",
             "ok    every metric kind, delta",
-            "ok    10k data points in one collection",
+            "ok    1,000 data points in one collection",
             "lens:exporter/log-processor@0.4.0 (logs)",
             "ok    every body type",
             "ok    10k records in batches of 512",

@@ -256,3 +256,20 @@ fn the_example_filters_drop_log_records_by_event_name() {
         assert_eq!(out, expected, "{file}");
     }
 }
+
+#[test]
+fn processors_in_a_row_say_which_records_are_left() {
+    let batch = records(12);
+    let processors = [
+        std::sync::Arc::new(build("filter", &[("names", "DEBUG")], OnFault::Pass)),
+        std::sync::Arc::new(build("redact", &[("keys", "user.email")], OnFault::Pass)),
+    ];
+    let (out, done) = lens::wasm::processor::run_log_processors(&processors, batch.clone());
+    // Every third record is a DEBUG one.
+    let expected: Vec<usize> = (0..12).filter(|i| i % 3 != 0).collect();
+    assert_eq!(done.kept, expected);
+    assert_eq!(out.len(), expected.len());
+    for (&i, (r, _)) in expected.iter().zip(&out) {
+        assert_eq!(r.body(), batch[i].0.body(), "record {i}");
+    }
+}

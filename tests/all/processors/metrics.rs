@@ -428,3 +428,23 @@ fn no_filtered_metric_and_no_user_reach_a_real_collector_over_grpc() {
 fn no_filtered_metric_and_no_user_reach_a_real_collector_over_http_protobuf() {
     otlp_after_processors(OtlpProtocol::HttpProtobuf);
 }
+
+#[test]
+fn processors_in_a_row_say_which_metrics_are_left() {
+    let original = request();
+    let names = names(&original);
+    let processors = [
+        std::sync::Arc::new(build("filter", &[("names", "check.loss")], OnFault::Pass)),
+        std::sync::Arc::new(build("filter", &[("names", "check.tokens")], OnFault::Pass)),
+    ];
+    let mut got = original.clone();
+    let done = lens::wasm::processor::run_metric_processors(&processors, &mut got);
+    let expected: Vec<usize> = (0..names.len())
+        .filter(|&i| names[i] != "check.loss" && names[i] != "check.tokens")
+        .collect();
+    assert_eq!(done.kept, expected);
+    let dropped: Vec<u64> = done.by.by.iter().map(|(_, c)| c.dropped).collect();
+    assert_eq!(dropped, [2, 2]);
+    let left: Vec<String> = expected.iter().map(|&i| names[i].clone()).collect();
+    assert_eq!(self::names(&got), left);
+}

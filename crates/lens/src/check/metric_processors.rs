@@ -105,8 +105,8 @@ fn one(p: &WasmProcessor, request: ExportMetricsServiceRequest) -> Result<Durati
     Ok(elapsed)
 }
 
-/// Metric processors: an empty collection, every metric kind (cumulative and delta), 10k data
-/// points in one collection, shutdown.
+/// Metric processors: an empty collection, every metric kind (cumulative and delta), 1,000
+/// data points in one collection (as a metric exporter's suite), shutdown.
 pub(super) fn metric_processor(
     spec: &WasmExporterSpec,
     resource: &Resource,
@@ -124,8 +124,8 @@ pub(super) fn metric_processor(
         "every metric kind, delta",
         one(&p, request(Temporality::Delta)),
     );
-    let many = ExportMetricsServiceRequest::from(&many_data_points(10_240));
-    c.bulk_outcome("10k data points in one collection", 10_240, || {
+    let many = ExportMetricsServiceRequest::from(&many_data_points(1_000));
+    c.bulk_outcome("1,000 data points in one collection", 1_000, || {
         one(&p, many)
     });
     Ok(end(p, &stats, c, Signal::Metrics))

@@ -1,6 +1,7 @@
 //! What `lens check` runs against an exporter component: validation, capabilities, timings,
-//! and a conformance suite for each exporter interface it exports (`suites`) and for its span
-//! processor (`processors`), independent of any guest SDK (feature `testing`: its spans, metrics and log records are
+//! and a conformance suite for each exporter interface it exports (`suites`) and for each
+//! processor interface (`processors`, `metric_processors`, `log_processors`), independent of
+//! any guest SDK (feature `testing`: its spans, metrics and log records are
 //! [`crate::testing`]'s).
 
 mod log_processors;

@@ -22,8 +22,10 @@
 //! - [`reload`]: those lanes replaced by a new component's while batches flow (hot reload);
 //! - [`span_exporter`], [`metric_exporter`], [`log_exporter`]: [`WasmSpanExporter`],
 //!   [`WasmMetricExporter`], [`WasmLogExporter`], the SDK's exporter traits over the lanes;
-//! - [`processor`]: [`WasmProcessor`], a `span-processor` run on each batch before the
-//!   exporters it applies to, and [`edit`], its answer checked and applied.
+//! - [`processor`]: [`WasmProcessor`], a span, metric or log processor run on each batch (or
+//!   collection) before the exporters it applies to, and its answer checked and applied:
+//!   [`edit`] (spans), [`metric_edit`] (metrics, on the OTLP request or the console's JSON),
+//!   `log_edit` (log records).
 //!
 //! The host takes what it needs from the installation building it as a [`HostInputs`]; it
 //! never sees the rest of the configuration.

@@ -81,7 +81,8 @@ impl OtlpSettings {
     }
 }
 
-fn metadata(headers: &HashMap<String, String>) -> Result<tonic_metadata::MetadataMap, String> {
+/// `headers` checked as HTTP headers (an error names the header, never its value).
+fn header_map(headers: &HashMap<String, String>) -> Result<http::HeaderMap, String> {
     let mut map = http::HeaderMap::new();
     for (k, v) in headers {
         let key = http::HeaderName::from_bytes(k.to_ascii_lowercase().as_bytes())
@@ -90,7 +91,11 @@ fn metadata(headers: &HashMap<String, String>) -> Result<tonic_metadata::Metadat
             http::HeaderValue::from_str(v).map_err(|e| format!("header `{k}` value: {e}"))?;
         map.insert(key, value);
     }
-    Ok(tonic_metadata::MetadataMap::from_headers(map))
+    Ok(map)
+}
+
+fn metadata(headers: &HashMap<String, String>) -> Result<tonic_metadata::MetadataMap, String> {
+    header_map(headers).map(tonic_metadata::MetadataMap::from_headers)
 }
 
 /// How the OTLP exporters retry: what opentelemetry-otlp classifies as retryable (gRPC

@@ -8,7 +8,6 @@
 //! doubling to 5 s, jittered) and honouring `Retry-After` / `RetryInfo` up to 600 s, every
 //! attempt starting within the exporter's timeout.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,7 +19,7 @@ use prost::Message;
 use tonic::transport::Channel;
 
 use super::attempts::{Attempts, CountingClient};
-use super::{OtlpSettings, metadata, protocol_name};
+use super::{OtlpSettings, header_map, metadata, protocol_name};
 use crate::batch::ExporterStats;
 use crate::batch::retry::RetrySchedule;
 use crate::config::OtlpProtocol;
@@ -46,7 +45,7 @@ enum Transport {
     Http {
         client: CountingClient,
         endpoint: http::Uri,
-        headers: HashMap<String, String>,
+        headers: http::HeaderMap,
     },
 }
 
@@ -107,7 +106,7 @@ impl OtlpRequestSender {
                     .endpoint
                     .parse()
                     .map_err(|e| err(format!("invalid endpoint: {e}")))?,
-                headers: s.headers.clone(),
+                headers: header_map(&s.headers).map_err(err)?,
             },
         };
         Ok(Self {
@@ -163,17 +162,14 @@ impl OtlpRequestSender {
                 endpoint,
                 headers,
             } => {
-                let mut call = http::Request::builder()
-                    .method(http::Method::POST)
-                    .uri(endpoint.clone())
-                    .header(http::header::CONTENT_TYPE, "application/x-protobuf");
-                for (k, v) in headers {
-                    call = call.header(k.as_str(), v.as_str());
-                }
-                let call = match call.body(body.clone()) {
-                    Ok(call) => call,
-                    Err(e) => return Attempt::Failed(format!("cannot build the request: {e}")),
-                };
+                let mut call = http::Request::new(body.clone());
+                *call.method_mut() = http::Method::POST;
+                *call.uri_mut() = endpoint.clone();
+                *call.headers_mut() = headers.clone();
+                call.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("application/x-protobuf"),
+                );
                 match client.send_bytes(call).await {
                     Err(_) => Attempt::Retry("HTTP export failed: network error".into(), None),
                     Ok(response) => http_outcome(

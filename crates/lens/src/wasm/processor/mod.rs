@@ -12,39 +12,30 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::logs::LogBatch;
 use opentelemetry_sdk::trace::SpanData;
+
+mod metrics;
+
+pub(crate) use metrics::MetricsOutcome;
+pub use metrics::run_metric_processors;
+pub(crate) use metrics::run_metric_processors_answers;
 
 use super::edit::{self, EditError};
 use super::exporter::Lanes;
 use super::instance::Payload;
 use super::interface::{Role, Signal};
 use super::log_edit::{self, LogItem};
-use super::metric_edit;
 use super::{GuestOutputCopy, HostInputs, setup_error, start_role_lanes};
 use crate::batch::{ExporterStats, Processed, ProcessorCounts};
 use crate::bindings::edit_types::{Action, ItemEdit};
-use crate::bindings::types::Encoding;
 use crate::config::{
     BatchConfig, DEFAULT_PROCESSOR_CALL_TIMEOUT_MS, OnFault, ProcessorSpec, WasmExporterSpec,
 };
 use crate::encoding::logs::encode_logs;
-use crate::encoding::metrics_otlp::{encode_otlp_metrics, otlp_data_points, typed_positions};
 use crate::error::{LensError, WasmSetupError};
 use crate::trace::ExportStage;
-
-/// What a metric processor did to one collection.
-#[derive(Debug, Clone)]
-pub(crate) enum MetricsOutcome {
-    /// Its answer, applied (to replay on another form of the same collection).
-    Edited(Vec<ItemEdit>),
-    /// Passed on unprocessed after a fault (`on_fault = "pass"`).
-    Unprocessed,
-    /// Dropped whole after a fault (`on_fault = "drop"`).
-    Dropped,
-}
 
 /// A processor running a sandboxed WebAssembly component, shared by the exporters it
 /// applies to: as many instances as batches may go through it at once (each exporter's batches
@@ -141,9 +132,9 @@ impl WasmProcessor {
         Self::from_config_with_output(name, spec, Signal::Traces, resource, GuestOutputCopy::None)
     }
 
-    /// [`from_config`](Self::from_config) for the processor of `signal` (`Signal::Logs`: a
-    /// `log-processor`, `Signal::Metrics`: a `metric-processor`), with a copy of the guest's output sent to `output` (`lens check` shows
-    /// it per case).
+    /// [`from_config`](Self::from_config) for the processor of `signal` (`Signal::Metrics`: a
+    /// `metric-processor`, `Signal::Logs`: a `log-processor`), with a copy of the guest's
+    /// output sent to `output` (`lens check` shows it per case).
     pub fn from_config_with_output(
         name: &str,
         spec: &ProcessorSpec,
@@ -196,17 +187,39 @@ impl WasmProcessor {
     /// Runs the processor on `records` (log records with their scopes): what goes on, and
     /// what it did, as [`process_spans`](Self::process_spans).
     pub fn process_logs(&self, records: Vec<LogItem>) -> (Vec<LogItem>, ProcessorCounts) {
+        let (records, counts, _) = self.process_logs_kept(records);
+        (records, counts)
+    }
+
+    /// [`process_logs`](Self::process_logs), and whether each record that came in is left.
+    fn process_logs_kept(
+        &self,
+        records: Vec<LogItem>,
+    ) -> (Vec<LogItem>, ProcessorCounts, Vec<bool>) {
+        let mut kept = vec![true; records.len()];
         if records.is_empty() {
-            return (records, ProcessorCounts::default());
+            return (records, ProcessorCounts::default(), kept);
         }
         let mut records = records;
         let answer = match &self.lanes {
             None => Err(None),
             Some(_) => self.answer_logs(&records).map_err(Some),
         };
-        let applied = answer
-            .and_then(|edits| log_edit::apply(&mut records, edits).map_err(|e| self.refused(e)));
-        self.settle(records, applied)
+        let applied = answer.and_then(|edits| {
+            let dropped: Vec<usize> = edits
+                .iter()
+                .filter(|e| matches!(e.action, Action::Drop))
+                .map(|e| e.index as usize)
+                .collect();
+            let n = log_edit::apply(&mut records, edits).map_err(|e| self.refused(e))?;
+            dropped.into_iter().for_each(|i| kept[i] = false);
+            Ok(n)
+        });
+        let (records, counts) = self.settle(records, applied);
+        if records.is_empty() {
+            kept.fill(false);
+        }
+        (records, counts, kept)
     }
 
     /// An answer the host refused: a guest error, and why.
@@ -248,89 +261,6 @@ impl WasmProcessor {
             dropped: if drop { n } else { 0 },
             faults: n,
         }
-    }
-
-    /// Runs the processor on one metric collection (as an OTLP request: what an OTLP or wasm
-    /// metric exporter after it takes), edited in place: what it did, counted in data points.
-    /// Never fails: a fault leaves the collection as it is or empties it, as `on_fault` says.
-    pub fn process_metrics(&self, request: &mut ExportMetricsServiceRequest) -> ProcessorCounts {
-        self.process_metrics_outcome(request).1
-    }
-
-    /// [`process_metrics`](Self::process_metrics), with the answer applied (to replay on
-    /// another form of the same collection).
-    pub(crate) fn process_metrics_outcome(
-        &self,
-        request: &mut ExportMetricsServiceRequest,
-    ) -> (MetricsOutcome, ProcessorCounts) {
-        let points = otlp_data_points(request);
-        if metric_edit::count(request) == 0 {
-            return (
-                MetricsOutcome::Edited(Vec::new()),
-                ProcessorCounts::default(),
-            );
-        }
-        let answer = match &self.lanes {
-            None => Err(None),
-            Some(_) => self.answer_metrics(request).map_err(Some),
-        };
-        let applied = answer.and_then(|edits| match metric_edit::apply(request, &edits) {
-            Ok(dropped) => Ok((dropped, edits)),
-            Err(e) => Err(self.refused(e)),
-        });
-        let (outcome, counts) = match applied {
-            Ok((dropped, edits)) => (
-                MetricsOutcome::Edited(edits),
-                ProcessorCounts { dropped, faults: 0 },
-            ),
-            Err(why) => {
-                let counts = self.fault(why, points, "data points");
-                if counts.dropped > 0 {
-                    request.resource_metrics.clear();
-                    (MetricsOutcome::Dropped, counts)
-                } else {
-                    (MetricsOutcome::Unprocessed, counts)
-                }
-            }
-        };
-        self.stats.record_processor_batch(points, counts);
-        (outcome, counts)
-    }
-
-    /// The guest's raw answer to `request` (not checked, not applied), its indices counted
-    /// among all of the request's metrics. `Err` on a fault or a guest error.
-    pub(crate) fn answer_metrics(
-        &self,
-        request: &ExportMetricsServiceRequest,
-    ) -> Result<Vec<ItemEdit>, String> {
-        let Some(lanes) = &self.lanes else {
-            return Err("the processor is disabled".into());
-        };
-        let mut typed = false;
-        let mut edits = lanes
-            .process(|preferences, _| {
-                typed = matches!(preferences.encoding, Encoding::Typed);
-                Payload::Metrics(encode_otlp_metrics(request, preferences.encoding))
-            })
-            .map_err(|e| e.to_string())?;
-        if typed {
-            // The typed encoding leaves out summaries: its indices skip them.
-            let positions = typed_positions(request);
-            let all = request
-                .resource_metrics
-                .iter()
-                .flat_map(|r| &r.scope_metrics)
-                .map(|s| s.metrics.len())
-                .sum::<usize>();
-            if positions.len() != all {
-                for e in &mut edits {
-                    e.index = positions
-                        .get(e.index as usize)
-                        .map_or(u32::MAX, |&p| p as u32);
-                }
-            }
-        }
-        Ok(edits)
     }
 
     /// The guest's raw answer to `spans` (not checked, not applied), with the spans back:
@@ -446,63 +376,41 @@ impl ExportStage<LogItem> for WasmProcessor {
     }
 }
 
-/// What the metric processors did to one collection.
+/// What the processors did to one batch (or metric collection).
 #[derive(Debug, Default)]
-pub struct MetricsProcessed {
-    /// Each processor's counts (in data points), in order.
+pub struct ProcessedItems {
+    /// Each processor's counts (metrics: in data points), in order.
     pub by: Processed,
-    /// Where the metrics left were in the collection as it came, in order (processors never
-    /// reorder metrics, nor the data points of one).
+    /// Where the items left were in the batch as it came, in order (processors never reorder
+    /// items, nor a metric's data points).
     pub kept: Vec<usize>,
 }
 
-/// `request` through `processors` in order (until no metric is left), edited in place: what
-/// each did, counted in data points, and which metrics are left. What a metric exporter's
-/// queue runs before the export (the exporter's own statistics then take the result:
-/// `ExporterStats::processed_direct`).
-pub fn run_metric_processors(
+/// `records` through `processors` in order (until none is left): what is left, what each
+/// processor did, and which records are left (what `lens.ProcessingLogExporter` maps back to
+/// the Python SDK's records).
+pub fn run_log_processors(
     processors: &[Arc<WasmProcessor>],
-    request: &mut ExportMetricsServiceRequest,
-) -> MetricsProcessed {
-    run_metric_processors_answers(processors, request).0
-}
-
-/// [`run_metric_processors`], with each processor's answer (to replay on another form of the
-/// same collection).
-pub(crate) fn run_metric_processors_answers(
-    processors: &[Arc<WasmProcessor>],
-    request: &mut ExportMetricsServiceRequest,
-) -> (MetricsProcessed, Vec<MetricsOutcome>) {
-    let mut done = MetricsProcessed {
+    mut records: Vec<LogItem>,
+) -> (Vec<LogItem>, ProcessedItems) {
+    let mut done = ProcessedItems {
         by: Processed::default(),
-        kept: (0..metric_edit::count(request)).collect(),
+        kept: (0..records.len()).collect(),
     };
-    let mut outcomes = Vec::new();
     for p in processors {
-        if done.kept.is_empty() {
+        if records.is_empty() {
             break;
         }
-        let (outcome, counts) = p.process_metrics_outcome(request);
+        let (left, counts, kept) = p.process_logs_kept(records);
+        records = left;
         done.by.by.push((p.name().clone(), counts));
-        match &outcome {
-            MetricsOutcome::Edited(edits) => {
-                let dropped: std::collections::BTreeSet<usize> = edits
-                    .iter()
-                    .filter(|e| matches!(e.action, Action::Drop))
-                    .map(|e| e.index as usize)
-                    .collect();
-                let mut i = 0;
-                done.kept.retain(|_| {
-                    i += 1;
-                    !dropped.contains(&(i - 1))
-                });
-            }
-            MetricsOutcome::Dropped => done.kept.clear(),
-            MetricsOutcome::Unprocessed => {}
-        }
-        outcomes.push(outcome);
+        let mut i = 0;
+        done.kept.retain(|_| {
+            i += 1;
+            kept[i - 1]
+        });
     }
-    (done, outcomes)
+    (records, done)
 }
 
 /// A processor's component entry with its call deadline's default.
