@@ -276,18 +276,22 @@ fn processors() -> Vec<ProcessorSpec> {
     ]
 }
 
-fn install(metrics: Vec<ExporterSpec>, console: Option<ConsoleOut>) -> TelemetryHandle {
-    let config = LensConfig {
+fn metric_config(metrics: Vec<ExporterSpec>, processors: Vec<ProcessorSpec>) -> LensConfig {
+    LensConfig {
         run_id: "metric-processors".into(),
         traces_enabled: false,
         metrics_enabled: true,
         metric_export_interval_ms: 3_600_000,
         metrics: SignalConfig {
             exporters: metrics,
-            processors: processors(),
+            processors,
         },
         ..exporting()
-    };
+    }
+}
+
+fn install(metrics: Vec<ExporterSpec>, console: Option<ConsoleOut>) -> TelemetryHandle {
+    let config = metric_config(metrics, processors());
     let mut builder = Telemetry::builder(config)
         .env(no_env())
         .install_global(false);
@@ -447,4 +451,50 @@ fn processors_in_a_row_say_which_metrics_are_left() {
     assert_eq!(dropped, [2, 2]);
     let left: Vec<String> = expected.iter().map(|&i| names[i].clone()).collect();
     assert_eq!(self::names(&got), left);
+}
+
+#[test]
+fn a_reload_swaps_a_metric_processor_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let vendor = || ExporterSpec::Wasm(recorder_at(dir.path(), "vendor", "m.jsonl", "typed", &[]));
+    let handle = install(vec![vendor()], None);
+    record(&handle);
+    handle.force_flush(T).unwrap();
+    // `quiet` now drops the token counter instead of the noise.
+    let mut now = processors();
+    now[0] = processor(
+        "quiet",
+        "filter",
+        &[("names", "train.tokens")],
+        OnFault::Pass,
+    );
+    let report = handle
+        .reload_exporters(&metric_config(vec![vendor()], now))
+        .unwrap();
+    let swapped: Vec<&str> = report
+        .reloaded
+        .iter()
+        .map(|r| r.exporter.as_str())
+        .collect();
+    assert_eq!(swapped, ["quiet"], "{report:?}");
+    record(&handle);
+    handle.force_flush(T).unwrap();
+    let collections: Vec<Vec<String>> = lines(&dir.path().join("m.jsonl"))
+        .into_iter()
+        .filter(|l| l.get("init").is_none())
+        .map(|b| {
+            b["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect();
+    let (first, last) = (&collections[0], collections.last().unwrap());
+    assert!(first.contains(&"train.tokens".to_string()), "{first:?}");
+    assert!(!first.contains(&"train.noise".to_string()), "{first:?}");
+    assert!(last.contains(&"train.noise".to_string()), "{last:?}");
+    assert!(!last.contains(&"train.tokens".to_string()), "{last:?}");
+    handle.shutdown(T).unwrap();
 }

@@ -1,6 +1,6 @@
 //! Processors in a rank's pipeline: the exporters they apply to, every span in exactly one
-//! counter of each exporter, a disabled processor, components built for 0.3.0 behind one, and
-//! what a reload refuses.
+//! counter of each exporter, a disabled processor, components built for 0.3.0 behind one, a
+//! processor swapped in place by a reload, and what a reload refuses.
 
 use std::collections::HashMap;
 
@@ -192,24 +192,81 @@ fn an_exporter_built_for_0_3_0_runs_behind_a_processor() {
     handle.shutdown(T).unwrap();
 }
 
+/// The span names the recorder wrote to `file` in `dir`.
+fn recorded_names(dir: &std::path::Path, file: &str) -> Vec<String> {
+    lines(&dir.join(file))
+        .into_iter()
+        .filter_map(|l| l.get("typed").cloned())
+        .flat_map(|t| t.as_array().unwrap().clone())
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
 #[test]
-fn a_reload_refuses_to_change_processors_or_bypass_them() {
+fn a_reload_swaps_a_processor_s_settings_in_place_and_its_counts_carry_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let vendor = || ExporterSpec::Wasm(recorder_at(dir.path(), "vendor", "v.jsonl", "typed", &[]));
+    let quiet = |names| processor("quiet", "filter", &[("names", names)], OnFault::Drop);
+    let handle = install(vec![vendor()], vec![quiet("step")]);
+    end_spans(&handle, 9);
+    let report = handle
+        .reload_exporters(&config(vec![vendor()], vec![quiet("data_loader")]))
+        .unwrap();
+    assert_eq!(report.reloaded.len(), 1, "{report:?}");
+    assert_eq!(report.reloaded[0].exporter, "quiet");
+    assert_eq!(report.kept, [(lens::Signal::Traces, "vendor".to_string())]);
+    end_spans(&handle, 9);
+    // The same entry again: kept, nothing swapped.
+    let again = handle
+        .reload_exporters(&config(vec![vendor()], vec![quiet("data_loader")]))
+        .unwrap();
+    assert!(
+        !again.changed_anything() && again.reloaded.is_empty(),
+        "{again:?}"
+    );
+    handle.shutdown(T).unwrap();
+    let names = recorded_names(dir.path(), "v.jsonl");
+    let (before, after) = names.split_at(6);
+    assert!(before.iter().all(|n| n != "step"), "{before:?}");
+    assert!(after.iter().all(|n| n != "data_loader"), "{after:?}");
+    assert!(after.iter().any(|n| n == "step"), "{after:?}");
+    let stats = handle.stats();
+    let v = stats.exporter("vendor").unwrap();
+    assert_eq!((v.received, v.exported, v.dropped_processor), (18, 12, 6));
+    let quiet = stats.span_processor("quiet").unwrap();
+    assert_eq!((quiet.received, quiet.reloads), (18, 1));
+}
+
+#[test]
+fn a_reload_refuses_to_add_or_re_aim_processors_or_bypass_them() {
     let p = || processor("drop-steps", "filter", &[("names", "step")], OnFault::Pass);
     let handle = install(vec![named_none("local")], vec![p()]);
-    let err = handle
-        .reload_exporters(&config(vec![named_none("local")], vec![]))
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("[[traces.processors]] changed"),
-        "{err}"
-    );
-    let err = handle
-        .reload_exporters(&config(
-            vec![named_none("local"), named_none("new")],
-            vec![p()],
-        ))
-        .unwrap_err();
-    assert!(err.to_string().contains("cannot be added"), "{err}");
+    let refused = |config: LensConfig| handle.reload_exporters(&config).unwrap_err().to_string();
+    for (processors, what) in [
+        (vec![], "removed"),
+        (
+            vec![p(), processor("more", "noop", &[], OnFault::Pass)],
+            "added",
+        ),
+        (vec![only_for(p(), &["local"])], "re-aimed"),
+        (
+            vec![processor("drop-steps", "filter", &[], OnFault::Drop)],
+            "on_fault",
+        ),
+    ] {
+        let err = refused(config(vec![named_none("local")], processors));
+        assert!(
+            err.contains(
+                "[[traces.processors]] changed: a running rank can swap a processor's file"
+            ),
+            "{what}: {err}"
+        );
+    }
+    let err = refused(config(
+        vec![named_none("local"), named_none("new")],
+        vec![p()],
+    ));
+    assert!(err.contains("cannot be added"), "{err}");
     handle.shutdown(T).unwrap();
 }
 

@@ -181,6 +181,15 @@ impl ProcessorSpec {
         }
     }
 
+    /// Whether `other` is this entry with at most its component changed (file, settings,
+    /// grants, limits): the same name, kind, exporters and fault policy. What a reload can swap
+    /// in place.
+    pub fn same_place_as(&self, other: &Self) -> bool {
+        self.display_name() == other.display_name()
+            && self.exporters() == other.exporters()
+            && self.on_fault() == other.on_fault()
+    }
+
     /// Whether it applies to the exporter called `exporter`.
     pub fn applies_to(&self, exporter: &str) -> bool {
         self.exporters().is_empty() || self.exporters().iter().any(|e| e == exporter)

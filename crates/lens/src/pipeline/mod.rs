@@ -196,6 +196,18 @@ impl<'a> BuildContext<'a> {
             .collect()
     }
 
+    /// The processors built, as a reload's registry lists them.
+    pub(crate) fn running_processors(&self) -> Vec<reload::RunningProcessor> {
+        self.processors
+            .iter()
+            .map(|(signal, spec, p)| reload::RunningProcessor {
+                signal: *signal,
+                name: spec.display_name(),
+                processor: p.clone(),
+            })
+            .collect()
+    }
+
     /// Builds for a reload (see `reloading`).
     pub(crate) fn for_reload(mut self) -> Self {
         self.reloading = true;

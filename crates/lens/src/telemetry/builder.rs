@@ -232,6 +232,7 @@ impl TelemetryBuilder {
             metric_processor_stats,
             metric_stats,
             running,
+            processors,
             signals,
         } = providers::build(
             &config,
@@ -275,6 +276,7 @@ impl TelemetryBuilder {
             registry: Mutex::new(Registry {
                 config: config.clone(),
                 entries: running,
+                processors,
                 signals,
             }),
             env: env.clone(),

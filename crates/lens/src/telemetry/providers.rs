@@ -17,7 +17,7 @@ use crate::exporter::ConsoleOut;
 use crate::exporter::python_json::ResourceOrder;
 use crate::logs::{BatchLogProcessor, FanOutLogProcessor, LogFanOut};
 use crate::pipeline::BuildContext;
-use crate::pipeline::reload::Running;
+use crate::pipeline::reload::{Running, RunningProcessor};
 use crate::rank::RankInfo;
 use crate::signal::Signal;
 use crate::slots::StatsList;
@@ -67,6 +67,8 @@ pub(super) struct Providers {
     /// The entries built from the config, and the signals they are all of (what a reload
     /// changes).
     pub(super) running: Vec<Running>,
+    /// The processors built from the config (what a reload can swap).
+    pub(super) processors: Vec<RunningProcessor>,
     pub(super) signals: Vec<Signal>,
 }
 
@@ -90,6 +92,7 @@ pub(super) fn build(
             metric_processor_stats: StatsList::default(),
             metric_stats: Vec::new(),
             running: Vec::new(),
+            processors: Vec::new(),
             signals: Vec::new(),
         });
     }
@@ -135,6 +138,7 @@ pub(super) fn build(
         metric_processor_stats,
         metric_stats,
         running: running.entries,
+        processors: ctx.running_processors(),
         signals: running.signals,
     })
 }

@@ -295,22 +295,33 @@ impl Lanes {
 
     /// Runs a processor's `process` on the batch `make` encodes for the lane's instance: the
     /// guest's edits, not yet checked; `Err` on a fault, a guest error, or while the lane
-    /// backs off after faults.
-    pub(crate) fn process<F>(&self, make: F) -> Result<Vec<ItemEdit>, OTelSdkError>
+    /// backs off after faults. `Err(make)`, the batch untouched, when a reload retired these
+    /// instances before it started on one (as [`export`](Self::export)).
+    pub(crate) fn process<F>(&self, make: F) -> Result<Result<Vec<ItemEdit>, OTelSdkError>, F>
     where
         F: FnOnce(&Preferences, &Resource) -> Payload,
     {
         let mut lane = self.acquire();
         if lane.shut_down {
-            return Err(OTelSdkError::AlreadyShutdown);
+            if self.retired.load(Ordering::Acquire) {
+                return Err(make);
+            }
+            return Ok(Err(OTelSdkError::AlreadyShutdown));
         }
-        self.check_backoff(&lane)?;
-        let preferences = match self.ensure_worker(&mut lane) {
+        Ok(self.process_on(&mut lane, make))
+    }
+
+    fn process_on<F>(&self, lane: &mut Lane, make: F) -> Result<Vec<ItemEdit>, OTelSdkError>
+    where
+        F: FnOnce(&Preferences, &Resource) -> Payload,
+    {
+        self.check_backoff(lane)?;
+        let preferences = match self.ensure_worker(lane) {
             Ok(worker) => worker.preferences,
-            Err(fault) => return Err(self.fault(&mut lane, fault)),
+            Err(fault) => return Err(self.fault(lane, fault)),
         };
         let payload = make(&preferences, &lane.resource);
-        match self.call_outcome(&mut lane, Job::Process(payload))? {
+        match self.call_outcome(lane, Job::Process(payload))? {
             Outcome::Edits(edits) => Ok(edits),
             other => Err(OTelSdkError::InternalFailure(format!(
                 "{}: unexpected answer {other:?}",

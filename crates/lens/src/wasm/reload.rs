@@ -1,5 +1,5 @@
-//! `Reloadable`: the instances of one wasm exporter, replaceable while it exports (hot
-//! reload), and [`Reloaded`], what a reload did.
+//! `Reloadable`: the instances of one wasm exporter (or processor), replaceable while it
+//! exports (hot reload), and [`Reloaded`], what a reload did.
 //!
 //! A reload builds the new component's instances beside the running ones, through the same
 //! steps as a setup (read, check, compile, link, instantiate, `init`), on the caller's thread,
@@ -16,15 +16,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
-use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
 use super::cache::{self, ArtifactCache};
 use super::exporter::Lanes;
 use super::instance::Payload;
-use super::interface::{Preferences, Signal};
+use super::interface::{Preferences, Role, Signal};
 use super::load::{self, LoadChecks};
-use super::{GuestOutputCopy, HostInputs, start_lanes};
+use super::{GuestOutputCopy, HostInputs, start_lanes, start_role_lanes};
 use crate::batch::ExporterStats;
+use crate::bindings::edit_types::ItemEdit;
 use crate::config::env::EnvSource;
 use crate::config::{BatchConfig, WasmCacheConfig, WasmExporterSpec};
 use crate::error::{LensError, ReloadStep, WasmSetupError};
@@ -53,6 +54,8 @@ pub(crate) type Accept = Box<dyn Fn(&Preferences) -> Result<(), String> + Send +
 pub(crate) struct Reloadable {
     name: String,
     signal: Signal,
+    /// An exporter's, or a processor's (whose instances number `batch.max_concurrent_exports`).
+    role: Role,
     /// The entry's effective batch settings: the lanes' count and the export deadline.
     batch: BatchConfig,
     current: RwLock<Arc<Lanes>>,
@@ -85,6 +88,7 @@ impl Reloadable {
         Self {
             name: lanes.name().to_string(),
             signal,
+            role: Role::Exporter,
             batch,
             current: RwLock::new(Arc::new(lanes)),
             spec: Mutex::new(spec.clone()),
@@ -95,6 +99,22 @@ impl Reloadable {
             output: inputs.output.clone(),
             accept: OnceLock::new(),
             cache: Mutex::new(cache::shared(inputs.cache, inputs.env)),
+        }
+    }
+
+    /// The started `lanes` of a processor entry's component `spec`, its call deadline and
+    /// instance count in `batch` (`export_timeout_ms`, `max_concurrent_exports`).
+    pub(crate) fn processor(
+        lanes: Lanes,
+        spec: &WasmExporterSpec,
+        signal: Signal,
+        batch: BatchConfig,
+        inputs: &HostInputs<'_>,
+        stats: Arc<ExporterStats>,
+    ) -> Self {
+        Self {
+            role: Role::Processor,
+            ..Self::new(lanes, spec, signal, batch, inputs, stats)
         }
     }
 
@@ -140,6 +160,21 @@ impl Reloadable {
         let mut make = make;
         loop {
             match self.current().export(items, make) {
+                Ok(result) => return result,
+                Err(back) => make = back,
+            }
+        }
+    }
+
+    /// Runs a processor's `process` on the running instances; a batch that reached instances
+    /// a reload had just replaced goes to the new ones, untouched.
+    pub(crate) fn process<F>(&self, make: F) -> Result<Vec<ItemEdit>, OTelSdkError>
+    where
+        F: FnOnce(&Preferences, &Resource) -> Payload,
+    {
+        let mut make = make;
+        loop {
+            match self.current().process(make) {
                 Ok(result) => return result,
                 Err(back) => make = back,
             }
@@ -228,14 +263,25 @@ impl Reloadable {
             step: ReloadStep::of(&source),
             source,
         };
-        let lanes = start_lanes(
-            &self.name,
-            spec,
-            self.signal,
-            &self.batch,
-            &inputs,
-            self.stats.clone(),
-        )
+        let lanes = match self.role {
+            Role::Exporter => start_lanes(
+                &self.name,
+                spec,
+                self.signal,
+                &self.batch,
+                &inputs,
+                self.stats.clone(),
+            ),
+            Role::Processor => start_role_lanes(
+                &self.name,
+                spec,
+                (self.signal, Role::Processor),
+                self.batch.max_concurrent_exports,
+                &self.batch,
+                &inputs,
+                self.stats.clone(),
+            ),
+        }
         .map_err(fail)?;
         prepared.lanes = Some(Arc::new(lanes));
         let preferences = prepared.lanes.as_ref().and_then(|l| l.preferences());
@@ -245,6 +291,14 @@ impl Reloadable {
             return Err(fail(WasmSetupError::Incompatible(message)));
         }
         Ok(prepared)
+    }
+
+    /// What it is, in messages.
+    fn label(&self) -> &'static str {
+        match self.role {
+            Role::Exporter => "wasm exporter",
+            Role::Processor => "wasm processor",
+        }
     }
 
     fn refused(&self, message: &str) -> LensError {
@@ -305,7 +359,8 @@ impl Prepared {
         *owner.cache.lock().unwrap_or_else(|p| p.into_inner()) = self.cache;
         owner.stats.record_reload(&sha256);
         log::info!(
-            "wasm exporter `{}`: reloaded {} (sha256 {sha256}, was {})",
+            "{} `{}`: reloaded {} (sha256 {sha256}, was {})",
+            owner.label(),
             owner.name,
             self.spec.path.display(),
             self.running.sha256()
@@ -348,7 +403,8 @@ impl Swapped {
             .map(|e| e.to_string());
         if let Some(e) = &reloaded.retire_error {
             log::warn!(
-                "wasm exporter `{}`: the replaced component's force-flush/shutdown: {e}",
+                "{} `{}`: the replaced component's force-flush/shutdown: {e}",
+                owner.label(),
                 owner.name
             );
         }

@@ -281,6 +281,10 @@ fn stage(
                 staged.reloadables.push((reloadable, w.clone()));
                 continue;
             }
+            Step::SwapProcessor(reloadable, w) => {
+                staged.reloadables.push((reloadable.clone(), w.clone()));
+                continue;
+            }
             Step::Replace(spec) => {
                 report.replaced.push(entry);
                 spec

@@ -8,7 +8,10 @@
 //! and counters stay. Any other change to an entry (its kind, its batch settings, the `[otlp]`
 //! defaults of an OTLP entry, a wasm entry disabled at setup) rebuilds its processor with the
 //! same counters; span and log entries can also be added and removed. The SDK fixes a meter
-//! provider's readers when it is built, so a metric entry can only be swapped in place.
+//! provider's readers when it is built, so a metric entry can only be swapped in place. A
+//! processor entry (`[[traces.processors]]` & co.) with a new file or new settings gets its new
+//! component swapped in place the same way; adding, removing, reordering or re-aiming
+//! processors needs a restart.
 mod apply;
 mod plan;
 
@@ -17,8 +20,8 @@ use std::sync::Arc;
 use crate::batch::ExporterStats;
 use crate::config::{BatchConfig, ExporterSpec, LensConfig};
 use crate::signal::Signal;
-use crate::wasm::Reloaded;
 use crate::wasm::reload::Reloadable;
+use crate::wasm::{Reloaded, WasmProcessor};
 
 pub(crate) use apply::{Fanouts, prepare};
 
@@ -53,10 +56,19 @@ impl Running {
     }
 }
 
+/// One processor entry an installation built from its configuration.
+pub(crate) struct RunningProcessor {
+    pub signal: Signal,
+    pub name: String,
+    pub processor: Arc<WasmProcessor>,
+}
+
 /// The entries an installation built from its configuration, and that configuration.
 pub(crate) struct Registry {
     pub config: LensConfig,
     pub entries: Vec<Running>,
+    /// The processors of the signals in `signals`.
+    pub processors: Vec<RunningProcessor>,
     /// The signals whose exporters come from the configuration (enabled, none injected in
     /// code): only theirs are reloaded.
     pub signals: Vec<Signal>,
@@ -65,7 +77,7 @@ pub(crate) struct Registry {
 /// What a reload did, entry by entry (`(signal, exporter name)` pairs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReloadReport {
-    /// Wasm exporters now running a new component, swapped in place.
+    /// Wasm exporters (and processors) now running a new component, swapped in place.
     pub reloaded: Vec<Reloaded>,
     /// Entries whose processor was rebuilt (same counters): kind, batch settings or `[otlp]`
     /// defaults changed, or a wasm entry disabled at setup tried again.

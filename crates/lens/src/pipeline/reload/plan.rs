@@ -2,15 +2,21 @@
 
 use std::collections::BTreeSet;
 
+use std::sync::Arc;
+
 use super::{Registry, Running};
 use crate::config::{ExporterSpec, LensConfig, WasmExporterSpec};
 use crate::error::LensError;
 use crate::signal::Signal;
+use crate::wasm::processor::component_of;
+use crate::wasm::reload::Reloadable;
 
 /// What happens to one entry.
 pub(super) enum Step {
     Keep,
     Swap(WasmExporterSpec),
+    /// A processor's new component, swapped into its running instances.
+    SwapProcessor(Arc<Reloadable>, WasmExporterSpec),
     Replace(ExporterSpec),
     Add(ExporterSpec),
     Remove,
@@ -42,23 +48,50 @@ pub(super) fn plan(registry: &Registry, new: &LensConfig) -> Result<Vec<Planned>
         message,
     };
     let otlp_changed = new.otlp != registry.config.otlp;
+    let mut planned = Vec::new();
     for signal in Signal::ALL {
         let (old, now) = (
             &registry.config.signal(signal).processors,
             &new.signal(signal).processors,
         );
-        if old != now {
+        let same_places =
+            old.len() == now.len() && old.iter().zip(now).all(|(a, b)| a.same_place_as(b));
+        if !same_places {
             let name = now.first().or(old.first()).map(|p| p.display_name());
             return Err(refuse(
                 &name.unwrap_or_default(),
                 format!(
-                    "[[{signal}.processors]] changed: processors cannot change in a running \
-                     rank; restart it"
+                    "[[{signal}.processors]] changed: a running rank can swap a processor's file \
+                     and settings, not add, remove, reorder or rename processors or change their \
+                     `exporters` or `on_fault`; restart it"
                 ),
             ));
         }
+        for spec in now {
+            let name = spec.display_name();
+            let running = registry
+                .processors
+                .iter()
+                .find(|p| p.signal == signal && p.name == name);
+            let Some(running) = running else { continue };
+            if running.processor.runs(spec) {
+                continue;
+            }
+            let Some(reloadable) = running.processor.reloadable() else {
+                return Err(refuse(
+                    &name,
+                    "the processor was disabled at setup (its guest failed): restart the rank \
+                     to start it again"
+                        .to_string(),
+                ));
+            };
+            planned.push(Planned {
+                signal,
+                name,
+                step: Step::SwapProcessor(reloadable, component_of(spec)),
+            });
+        }
     }
-    let mut planned = Vec::new();
     for &signal in &registry.signals {
         let wanted = new.exporters_of(signal);
         let mut seen = BTreeSet::new();
@@ -120,7 +153,7 @@ pub(super) fn plan(registry: &Registry, new: &LensConfig) -> Result<Vec<Planned>
             }
             Step::Add(_) => "added",
             Step::Remove => "removed",
-            Step::Keep | Step::Swap(_) => continue,
+            Step::Keep | Step::Swap(_) | Step::SwapProcessor(..) => continue,
         };
         if !new.signal(p.signal).processors.is_empty() && !matches!(p.step, Step::Remove) {
             // A rebuilt or added exporter would miss the processors (a redaction skipped).

@@ -23,10 +23,10 @@ pub use metrics::run_metric_processors;
 pub(crate) use metrics::run_metric_processors_answers;
 
 use super::edit::{self, EditError};
-use super::exporter::Lanes;
 use super::instance::Payload;
 use super::interface::{Role, Signal};
 use super::log_edit::{self, LogItem};
+use super::reload::Reloadable;
 use super::{GuestOutputCopy, HostInputs, setup_error, start_role_lanes};
 use crate::batch::{ExporterStats, Processed, ProcessorCounts};
 use crate::bindings::edit_types::{Action, ItemEdit};
@@ -45,7 +45,7 @@ pub struct WasmProcessor {
     /// What it processes.
     signal: Signal,
     /// `None` when it was disabled at setup (`on_setup_failure = "disable"`).
-    lanes: Option<Lanes>,
+    lanes: Option<Arc<Reloadable>>,
     on_fault: OnFault,
     stats: Arc<ExporterStats>,
     /// The exporters' batch processors still using it: the last to shut down shuts it down.
@@ -74,27 +74,28 @@ impl WasmProcessor {
         inputs: &HostInputs<'_>,
         stats: Arc<ExporterStats>,
     ) -> Result<Self, WasmSetupError> {
-        let component = with_processor_defaults(spec.component());
+        let component = component_of(spec);
         let batch = BatchConfig {
             export_timeout_ms: component
                 .call_timeout_ms
                 .unwrap_or(DEFAULT_PROCESSOR_CALL_TIMEOUT_MS),
+            max_concurrent_exports: lanes.max(1),
             ..BatchConfig::default()
         };
         let lanes = start_role_lanes(
             name,
             &component,
             (signal, Role::Processor),
-            lanes.max(1),
+            batch.max_concurrent_exports,
             &batch,
             inputs,
             stats.clone(),
         )?;
-        stats.record_component(lanes.sha256());
+        let lanes = Reloadable::processor(lanes, &component, signal, batch, inputs, stats.clone());
         Ok(Self {
             name: name.into(),
             signal,
-            lanes: Some(lanes),
+            lanes: Some(Arc::new(lanes)),
             on_fault: spec.on_fault(),
             stats,
             users: AtomicUsize::new(0),
@@ -297,7 +298,7 @@ impl WasmProcessor {
 
     /// The batch encoding the guest asked for, once started.
     pub fn encoding(&self) -> Option<&'static str> {
-        self.lanes.as_ref().and_then(Lanes::encoding)
+        self.lanes.as_ref().and_then(|l| l.encoding())
     }
 
     fn fault_fate(&self) -> &'static str {
@@ -317,6 +318,20 @@ impl WasmProcessor {
         if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.shutdown(timeout);
         }
+    }
+
+    /// Its running instances, which a reload from the telemetry handle swaps (`None`:
+    /// disabled at setup).
+    pub(crate) fn reloadable(&self) -> Option<Arc<Reloadable>> {
+        self.lanes.clone()
+    }
+
+    /// Whether it runs the entry `spec` as it is: the same component entry, and a file whose
+    /// SHA-256 is the running component's (a reload would keep it).
+    pub fn runs(&self, spec: &ProcessorSpec) -> bool {
+        self.lanes
+            .as_ref()
+            .is_some_and(|l| l.unchanged(&component_of(spec)))
     }
 
     /// Shuts its instances down (each `shutdown` within the call deadline; all within
@@ -413,10 +428,12 @@ pub fn run_log_processors(
     (records, done)
 }
 
-/// A processor's component entry with its call deadline's default.
-fn with_processor_defaults(spec: &WasmExporterSpec) -> WasmExporterSpec {
-    let mut spec = spec.clone();
-    spec.call_timeout_ms
+/// A processor entry's component entry, with its call deadline's default (what its instances
+/// run, and what a reload compares).
+pub(crate) fn component_of(spec: &ProcessorSpec) -> WasmExporterSpec {
+    let mut component = spec.component().clone();
+    component
+        .call_timeout_ms
         .get_or_insert(DEFAULT_PROCESSOR_CALL_TIMEOUT_MS);
-    spec
+    component
 }
