@@ -19,7 +19,8 @@ const GROUP: &str = "Span processors: export-side cost per span of a 512-span ba
 const APP: &str = "Span processors: application thread, ns per span";
 const KEYS: [&str; 2] = ["gen_ai.prompt", "gen_ai.completion"];
 
-fn spec(mode: &str, extra: &[(&str, &str)]) -> ProcessorSpec {
+/// The test processor in `mode` with `extra` settings, failing closed.
+pub(crate) fn spec(mode: &str, extra: &[(&str, &str)]) -> ProcessorSpec {
     let mut settings: Vec<(String, String)> = vec![("mode".into(), mode.into())];
     settings.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     ProcessorSpec::Wasm(WasmProcessorSpec {
@@ -63,16 +64,22 @@ fn redact_natively(mut spans: Vec<SpanData>) -> Vec<SpanData> {
     spans
 }
 
-/// ns per span of `f` over `rounds` batches (each a fresh copy, copying excluded).
-fn per_span(rounds: usize, spans: &[SpanData], mut f: impl FnMut(Vec<SpanData>)) -> f64 {
+/// ns per item of `f` over `rounds` fresh copies of `input` holding `items` items (copying
+/// excluded).
+pub(crate) fn per_item<T: Clone>(
+    rounds: usize,
+    input: &T,
+    items: usize,
+    mut f: impl FnMut(T),
+) -> f64 {
     let mut total = 0.0;
     for _ in 0..rounds {
-        let copy = spans.to_vec();
+        let copy = input.clone();
         let started = Instant::now();
         f(copy);
         total += started.elapsed().as_nanos() as f64;
     }
-    total / (rounds * spans.len()) as f64
+    total / (rounds * items) as f64
 }
 
 /// A measured processor: its row's name, its mode and its settings.
@@ -87,7 +94,7 @@ pub(crate) fn processors(opts: &Opts, rows: &mut Vec<Row>) {
             .unwrap()
             .0
     };
-    let native = per_span(rounds, &spans, |b| {
+    let native = per_item(rounds, &spans, spans.len(), |b| {
         std::hint::black_box(redact_natively(b));
     });
     rows.push(Row {
@@ -119,7 +126,7 @@ pub(crate) fn processors(opts: &Opts, rows: &mut Vec<Row>) {
     for (name, mode, extra) in subjects {
         let p = build(mode, &extra);
         p.process_spans(spans.clone()); // warm
-        let ns = per_span(rounds, &spans, |b| {
+        let ns = per_item(rounds, &spans, spans.len(), |b| {
             std::hint::black_box(p.process_spans(b));
         });
         rows.push(Row {

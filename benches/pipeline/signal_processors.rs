@@ -2,10 +2,7 @@
 //! one collection, against a native Rust redaction of the same OTLP request in the same run,
 //! and what a log processor costs per record, against its own typed no-op (the way in).
 
-use std::time::Instant;
-
 use lens::InMemoryMetricReader;
-use lens::config::{OnFault, ProcessorSpec, WasmExporterSpec, WasmProcessorSpec};
 use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::metrics::MeterProvider as _;
 use lens::opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
@@ -17,29 +14,16 @@ use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::metrics::SdkMeterProvider;
 use lens::wasm::{GuestOutputCopy, Signal, WasmProcessor};
 
-use crate::processors::Subject;
+use crate::processors::{Subject, per_item, spec};
 use crate::{Opts, Row};
 
 const METRICS: &str = "Metric processors: cost per data point of a 512-point collection (ns)";
 const LOGS: &str = "Log processors: export-side cost per record of a 512-record batch (ns)";
 
 fn processor(signal: Signal, mode: &str, extra: &[(&str, &str)]) -> WasmProcessor {
-    let mut settings = vec![("mode".to_string(), mode.to_string())];
-    settings.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let spec = ProcessorSpec::Wasm(WasmProcessorSpec {
-        component: WasmExporterSpec {
-            name: Some(mode.into()),
-            path: lens_test_guests::PROCESSOR.into(),
-            settings: settings.into_iter().collect(),
-            call_timeout_ms: Some(60_000),
-            ..Default::default()
-        },
-        on_fault: OnFault::Drop,
-        ..Default::default()
-    });
     let resource = Resource::builder_empty().build();
     let none = GuestOutputCopy::None;
-    WasmProcessor::from_config_with_output(mode, &spec, signal, &resource, none)
+    WasmProcessor::from_config_with_output(mode, &spec(mode, extra), signal, &resource, none)
         .unwrap()
         .0
 }
@@ -87,18 +71,6 @@ fn redact_natively(request: &mut ExportMetricsServiceRequest) {
             });
         }
     }
-}
-
-/// ns per item of `f` over `rounds` fresh copies of `input` (copying excluded).
-fn per_item<T: Clone>(rounds: usize, input: &T, items: usize, mut f: impl FnMut(T)) -> f64 {
-    let mut total = 0.0;
-    for _ in 0..rounds {
-        let copy = input.clone();
-        let started = Instant::now();
-        f(copy);
-        total += started.elapsed().as_nanos() as f64;
-    }
-    total / (rounds * items) as f64
 }
 
 fn row(group: &'static str, name: &str, value: f64, base: Option<(f64, &'static str)>) -> Row {

@@ -124,8 +124,6 @@ fn _lens(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<metrics::MetricCore>()?;
     m.add_class::<logs::LogCore>()?;
     m.add_class::<process::ProcessCore>()?;
-    m.add_class::<process_metrics::MetricProcessCore>()?;
-    m.add_class::<process_logs::LogProcessCore>()?;
     m.add_function(wrap_pyfunction!(read_spans, m)?)?;
     m.add_function(wrap_pyfunction!(_compile_worker, m)?)?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;

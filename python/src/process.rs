@@ -6,8 +6,9 @@
 //! on what the previous one left, as in a Rust rank), and each item's fate goes back to Python:
 //! dropped, unchanged, or what a processor changed. Processors cannot change an item's identity
 //! or reorder a batch, so what comes out lines up with what went in, and Python applies the
-//! changes to its own objects. This module holds the span core and what the three share
-//! ([`ProcessorSet`]); `process_metrics` and `process_logs` the others.
+//! changes to its own objects. This module holds the one core of the three (`ProcessCore`, of
+//! one signal), its processors ([`ProcessorSet`]) and the spans' fates; `process_metrics` and
+//! `process_logs` the others'.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,27 +99,51 @@ impl ProcessorSet {
     }
 }
 
-/// Sandboxed span processors before a Python exporter.
+/// Sandboxed processors of one signal before a Python exporter of that signal.
 #[pyclass(module = "lens._lens", frozen)]
 pub struct ProcessCore {
     set: ProcessorSet,
-    /// The processors as the stages `run_stages` takes.
+    /// The processors as the stages `run_stages` takes (spans).
     stages: Vec<Arc<dyn ExportStage<SpanData>>>,
 }
 
 #[pymethods]
 impl ProcessCore {
-    /// The processors of `processors_json` (a list of `[[traces.processors]]` entries),
-    /// started; `name` is the exporter they run before (in messages and statistics).
+    /// The processors of `processors_json` (a list of `signal`'s processor entries:
+    /// `traces`, `metrics` or `logs`), started; `name` is the exporter they run before (in
+    /// messages and statistics).
     #[new]
-    fn new(py: Python<'_>, processors_json: &str, name: String) -> PyResult<Self> {
-        let set = ProcessorSet::start(py, processors_json, name, Signal::Traces)?;
+    #[pyo3(signature = (processors_json, name, signal="traces"))]
+    fn new(py: Python<'_>, processors_json: &str, name: String, signal: &str) -> PyResult<Self> {
+        let signal = Signal::ALL
+            .into_iter()
+            .find(|s| s.as_str() == signal)
+            .ok_or_else(|| load_error(format!("signal `{signal}`: traces, metrics or logs")))?;
+        let set = ProcessorSet::start(py, processors_json, name, signal)?;
         let stages = set
             .processors
             .iter()
             .map(|p| p.clone() as Arc<dyn ExportStage<SpanData>>)
             .collect();
         Ok(Self { set, stages })
+    }
+
+    /// Each metric's fate (see `process_metrics`).
+    fn process_metrics<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        crate::process_metrics::fates(py, &self.set, data)
+    }
+
+    /// Each log record's fate (see `process_logs`).
+    fn process_logs<'py>(
+        &self,
+        py: Python<'py>,
+        batch: &Bound<'py, PyAny>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        crate::process_logs::fates(py, &self.set, batch)
     }
 
     /// Each span's fate, in order: `None` (dropped), `True` (unchanged), or `(name,
@@ -154,7 +179,7 @@ impl ProcessCore {
     }
 
     /// The counters as JSON (`stats_json` of the exporters: `received`, `exported` = passed
-    /// on, `dropped_processor`, `processor_faults`, `processors`).
+    /// on, `dropped_processor`, `processor_faults`, `processors`; metrics in data points).
     fn stats_json(&self) -> String {
         self.set.stats_json()
     }

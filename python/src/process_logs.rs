@@ -1,11 +1,10 @@
-//! [`LogProcessCore`]: the native half of `lens.ProcessingLogExporter`, sandboxed log processors
-//! run on each batch before a Python log record exporter (see `process`).
+//! The log records' side of `lens.ProcessingLogExporter` (`ProcessCore::process_logs`, see
+//! `process`): sandboxed log processors run on each batch before a Python log exporter.
 //!
 //! The records are read under the GIL as for `lens.WasmLogExporter`; a record's fate is what a
 //! processor changed of it: its event name, its body, its attributes (processors never reorder
 //! records, nor change their times, severity or trace context).
 
-use lens::Signal;
 use lens::opentelemetry::logs::AnyValue;
 use lens::opentelemetry_sdk::logs::SdkLogRecord;
 use lens::wasm::processor::run_log_processors;
@@ -15,60 +14,33 @@ use pyo3::types::{PyBool, PyDict};
 use crate::convert;
 use crate::process::ProcessorSet;
 
-/// Sandboxed log processors before a Python log record exporter.
-#[pyclass(module = "lens._lens", frozen)]
-pub struct LogProcessCore(ProcessorSet);
-
-#[pymethods]
-impl LogProcessCore {
-    /// The processors of `processors_json` (a list of `[[logs.processors]]` entries),
-    /// started; `name` is the exporter they run before (in messages and statistics).
-    #[new]
-    fn new(py: Python<'_>, processors_json: &str, name: String) -> PyResult<Self> {
-        ProcessorSet::start(py, processors_json, name, Signal::Logs).map(Self)
-    }
-
-    /// Each record's fate, in order: `None` (dropped), `True` (unchanged), or a dict of what
-    /// changed: `event_name`, `body`, `attributes` (the whole new set).
-    fn process<'py>(
-        &self,
-        py: Python<'py>,
-        batch: &Bound<'py, PyAny>,
-    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let originals = convert::logs::records(batch)?.records;
-        let n = originals.len();
-        let (out, kept) = if self.0.is_shut_down() {
-            (originals.clone(), (0..n).collect())
-        } else {
-            py.detach(|| {
-                let (out, done) = run_log_processors(&self.0.processors, originals.clone());
-                self.0.count(n as u64, out.len() as u64, &done.by);
-                (out, done.kept)
-            })
+/// Each record's fate, in order: `None` (dropped), `True` (unchanged), or a dict of what
+/// changed: `event_name`, `body`, `attributes` (the whole new set).
+pub fn fates<'py>(
+    py: Python<'py>,
+    set: &ProcessorSet,
+    batch: &Bound<'py, PyAny>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let originals = convert::logs::records(batch)?.records;
+    let n = originals.len();
+    let (out, kept) = if set.is_shut_down() {
+        (originals.clone(), (0..n).collect())
+    } else {
+        py.detach(|| {
+            let (out, done) = run_log_processors(&set.processors, originals.clone());
+            set.count(n as u64, out.len() as u64, &done.by);
+            (out, done.kept)
+        })
+    };
+    let mut fates: Vec<Bound<'py, PyAny>> = (0..n).map(|_| py.None().into_bound(py)).collect();
+    for (&i, (after, _)) in kept.iter().zip(&out) {
+        let before = &originals[i].0;
+        fates[i] = match changes(py, before, after)? {
+            None => PyBool::new(py, true).to_owned().into_any(),
+            Some(changed) => changed.into_any(),
         };
-        let mut fates: Vec<Bound<'py, PyAny>> = (0..n).map(|_| py.None().into_bound(py)).collect();
-        for (&i, (after, _)) in kept.iter().zip(&out) {
-            let before = &originals[i].0;
-            fates[i] = match changes(py, before, after)? {
-                None => PyBool::new(py, true).to_owned().into_any(),
-                Some(changed) => changed.into_any(),
-            };
-        }
-        Ok(fates)
     }
-
-    /// The counters as JSON (in records; `received`, `exported` = passed on,
-    /// `dropped_processor`, `processor_faults`, `processors`).
-    fn stats_json(&self) -> String {
-        self.0.stats_json()
-    }
-
-    /// Shuts the processors down (each `shutdown` within `timeout_millis`); later batches pass
-    /// unprocessed. Idempotent.
-    #[pyo3(signature = (timeout_millis=None))]
-    fn shutdown(&self, py: Python<'_>, timeout_millis: Option<u64>) {
-        self.0.shutdown(py, timeout_millis);
-    }
+    Ok(fates)
 }
 
 /// What differs between `before` and `after` (`None`: nothing).

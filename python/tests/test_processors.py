@@ -33,6 +33,17 @@ def processors(guests, names="noise", keys="gen_ai.prompt", redact_fault="drop")
     ]
 
 
+def run_rank(script, *args):
+    """Runs `script` (a rank) in a child interpreter with `args`: the JSON it printed on the
+    line marked `RESULT` (a console exporter may share its stdout)."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    marked = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    return json.loads(marked[-1].removeprefix("RESULT "))
+
+
 def recorded_spans(out):
     return [s for line in recorded(out) if "typed" in line for s in line["typed"]]
 
@@ -82,27 +93,13 @@ for i in range(300):
         if name == "gen_ai.chat":
             span.set_attribute("gen_ai.prompt", f"secret {i}")
 handle.shutdown()
-print(json.dumps(exporter.stats()))
+print("RESULT", json.dumps(exporter.stats()))
 """
 
 
 @pytest.mark.nemo
 def test_a_nemo_lens_rank_filters_and_redacts_before_its_sandboxed_exporter(guests, tmp_path):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            RANK,
-            guests["recorder"],
-            str(tmp_path),
-            json.dumps(processors(guests)),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    stats = json.loads(done.stdout.splitlines()[-1])
+    stats = run_rank(RANK, guests["recorder"], str(tmp_path), json.dumps(processors(guests)))
     check(recorded_spans(tmp_path), stats, 300)
 
 
@@ -265,20 +262,13 @@ spans = [
     {"name": s.name, "attributes": dict(s.attributes), "trace": s.context.trace_id}
     for s in memory.get_finished_spans()
 ]
-print(json.dumps({"spans": spans, "stats": exporter.stats()}))
+print("RESULT", json.dumps({"spans": spans, "stats": exporter.stats()}))
 """
 
 
 @pytest.mark.nemo
 def test_a_nemo_lens_rank_processes_spans_before_a_python_exporter(guests):
-    done = subprocess.run(
-        [sys.executable, "-c", PYTHON_RANK, json.dumps(processors(guests))],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.splitlines()[-1])
+    result = run_rank(PYTHON_RANK, json.dumps(processors(guests)))
     spans, stats = result["spans"], result["stats"]
     assert len(spans) == 200
     assert sorted(s["attributes"]["i"] for s in spans) == [i for i in range(300) if i % 3 != 2]
@@ -348,7 +338,7 @@ for i in range(10):
     tokens.add(100, {"user": f"u{i % 2}"})
     noise.add(1, {"i": i})
 handle.shutdown()
-print(json.dumps(exporter.stats()))
+print("RESULT", json.dumps(exporter.stats()))
 """
 
 
@@ -356,21 +346,8 @@ print(json.dumps(exporter.stats()))
 def test_a_nemo_lens_rank_filters_and_redacts_metrics_before_its_sandboxed_exporter(
     guests, tmp_path
 ):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            METRICS_RANK,
-            guests["recorder"],
-            str(tmp_path),
-            json.dumps(processors(guests, keys="user")),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    stats = json.loads(done.stdout.splitlines()[-1])
+    entries = json.dumps(processors(guests, keys="user"))
+    stats = run_rank(METRICS_RANK, guests["recorder"], str(tmp_path), entries)
     collections = [line["metrics"] for line in recorded(tmp_path) if "metrics" in line]
     assert collections
     for metrics in collections:
@@ -432,20 +409,13 @@ for i in range(10):
     tokens.add(100, {"user": f"u{i % 2}", "phase": "train"})
     noise.add(1, {"i": i})
 handle.shutdown()
-print(json.dumps({"collections": capture.collections, "stats": exporter.stats()}))
+print("RESULT", json.dumps({"collections": capture.collections, "stats": exporter.stats()}))
 """
 
 
 @pytest.mark.nemo
 def test_a_nemo_lens_rank_processes_metrics_before_a_python_exporter(guests):
-    done = subprocess.run(
-        [sys.executable, "-c", METRICS_PYTHON_RANK, json.dumps(processors(guests, keys="user"))],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.splitlines()[-1])
+    result = run_rank(METRICS_PYTHON_RANK, json.dumps(processors(guests, keys="user")))
     collections, stats = result["collections"], result["stats"]
     assert collections
     for metrics in collections:
@@ -527,7 +497,6 @@ records = [
     }
     for r in memory.get_finished_logs()
 ]
-# The console exporter's records share stdout: the result is the line marked.
 print("RESULT", json.dumps({"records": records, "stats": exporter.stats()}))
 """
 
@@ -535,15 +504,7 @@ print("RESULT", json.dumps({"records": records, "stats": exporter.stats()}))
 @pytest.mark.nemo
 def test_a_nemo_lens_rank_processes_log_records_before_a_python_exporter(guests):
     entries = processors(guests, names="DEBUG", keys="user.email", redact_fault="pass")
-    done = subprocess.run(
-        [sys.executable, "-c", LOGS_PYTHON_RANK, json.dumps(entries)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    marked = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    result = json.loads(marked[-1].removeprefix("RESULT "))
+    result = run_rank(LOGS_PYTHON_RANK, json.dumps(entries))
     records = [r for r in result["records"] if str(r["body"]).startswith("step ")]
     stats = result["stats"]
     assert sorted(int(r["body"].split()[1]) for r in records) == [

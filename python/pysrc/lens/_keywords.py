@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from os import PathLike
 from typing import Any
 
+from lens._lens import ProcessCore
+
 #: What each keyword means (shared by the exporters' docstrings).
 KEYWORDS = """Every keyword has the meaning and default of the same key in a ``kind = "wasm"``
     entry of Lens's TOML (``docs/configuration.md``):
@@ -193,3 +195,34 @@ class Sandboxed:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+class Processing:
+    """What the ``Processing*Exporter``s share: sandboxed processors of one ``signal`` (a
+    native core) before the Python exporter they wrap, and their counts."""
+
+    def _start_processing(
+        self,
+        exporter: Any,
+        processors: Sequence[Mapping[str, Any]],
+        name: str | None,
+        signal: str,
+    ) -> None:
+        self._exporter = exporter
+        entries = json.dumps([processor_entry(p) for p in processors])
+        self._core = ProcessCore(entries, name or type(exporter).__name__, signal)
+
+    def stats(self) -> dict[str, Any]:
+        """Items ``received``, passed on (``exported``), ``dropped_processor`` and
+        ``processor_faults``, both by processor in ``processors``."""
+        return json.loads(self._core.stats_json())
+
+
+def kept(items: Sequence[Any], fates: Sequence[Any], edited: Any) -> list[Any]:
+    """The ``items`` the processors left: a fate ``None`` drops its item, ``True`` keeps it as
+    it was, anything else is what ``edited(item, fate)`` makes of it."""
+    return [
+        item if fate is True else edited(item, fate)
+        for item, fate in zip(items, fates, strict=True)
+        if fate is not None
+    ]

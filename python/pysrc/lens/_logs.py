@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from os import PathLike
@@ -16,8 +15,8 @@ except ImportError:  # pragma: no cover - older SDKs
     from opentelemetry.sdk._logs.export import LogExporter as _LogExporterBase
     from opentelemetry.sdk._logs.export import LogExportResult
 
-from lens._keywords import Sandboxed, expect_signal, processor_entry, spec_json
-from lens._lens import LogCore, LogProcessCore
+from lens._keywords import Processing, Sandboxed, expect_signal, kept, spec_json
+from lens._lens import LogCore
 
 
 class WasmLogExporter(Sandboxed, _LogExporterBase):
@@ -60,7 +59,7 @@ class WasmLogExporter(Sandboxed, _LogExporterBase):
         return LogExportResult.FAILURE
 
 
-class ProcessingLogExporter(_LogExporterBase):
+class ProcessingLogExporter(Processing, _LogExporterBase):
     """Sandboxed log processors before any log record exporter, Python ones included (NeMo
     Lens's OTLP exporter, a vendor's): ``export`` runs the ``processors`` (each a
     ``[[logs.processors]]`` entry as a dict, ``docs/processors.md``) on the batch, in order,
@@ -87,19 +86,12 @@ class ProcessingLogExporter(_LogExporterBase):
         *,
         name: str | None = None,
     ) -> None:
-        self._exporter = exporter
-        entries = json.dumps([processor_entry(p) for p in processors])
-        self._core = LogProcessCore(entries, name or type(exporter).__name__)
+        self._start_processing(exporter, processors, name, "logs")
 
     def export(self, batch: Sequence[Any]) -> LogExportResult:
         """Runs the processors, then exports what is left (``SUCCESS`` when nothing is)."""
         batch = list(batch)
-        fates = self._core.process(batch)
-        out = []
-        for record, fate in zip(batch, fates, strict=True):
-            if fate is None:
-                continue
-            out.append(record if fate is True else _edited(record, fate))
+        out = kept(batch, self._core.process_logs(batch), _edited)
         if not out:
             return LogExportResult.SUCCESS
         return self._exporter.export(out)
@@ -111,9 +103,6 @@ class ProcessingLogExporter(_LogExporterBase):
         """Shuts the processors, then the exporter, down."""
         self._core.shutdown()
         self._exporter.shutdown()
-
-    def stats(self) -> dict[str, Any]:
-        return json.loads(self._core.stats_json())
 
 
 def _edited(record: Any, changes: dict[str, Any]) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from os import PathLike
@@ -23,8 +22,8 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 
-from lens._keywords import Sandboxed, expect_signal, processor_entry, spec_json
-from lens._lens import MetricCore, MetricProcessCore
+from lens._keywords import Processing, Sandboxed, expect_signal, kept, spec_json
+from lens._lens import MetricCore
 
 _CUMULATIVE = AggregationTemporality.CUMULATIVE
 _DELTA = AggregationTemporality.DELTA
@@ -116,7 +115,7 @@ class WasmMetricExporter(Sandboxed, MetricExporter):
         return MetricExportResult.FAILURE
 
 
-class ProcessingMetricExporter(MetricExporter):
+class ProcessingMetricExporter(Processing, MetricExporter):
     """Sandboxed metric processors before any metric exporter, Python ones included (NeMo
     Lens's OTLP exporter, a vendor's): ``export`` runs the ``processors`` (each a
     ``[[metrics.processors]]`` entry as a dict, ``docs/processors.md``) on the collection, in
@@ -148,23 +147,21 @@ class ProcessingMetricExporter(MetricExporter):
             preferred_temporality=getattr(exporter, "_preferred_temporality", None),
             preferred_aggregation=getattr(exporter, "_preferred_aggregation", None),
         )
-        self._exporter = exporter
-        entries = json.dumps([processor_entry(p) for p in processors])
-        self._core = MetricProcessCore(entries, name or type(exporter).__name__)
+        self._start_processing(exporter, processors, name, "metrics")
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
         """Runs the processors, then exports what is left (``SUCCESS`` when nothing is)."""
-        fates = iter(self._core.process(metrics_data))
+        fates = iter(self._core.process_metrics(metrics_data))
         resource_metrics = []
         for rm in metrics_data.resource_metrics:
             scopes = []
             for sm in rm.scope_metrics:
-                kept = [_fated(m, next(fates)) for m in sm.metrics]
-                kept = [m for m in kept if m is not None]
-                if kept:
-                    scopes.append(replace(sm, metrics=kept))
+                metrics = list(sm.metrics)
+                left = kept(metrics, [next(fates) for _ in metrics], _edited)
+                if left:
+                    scopes.append(replace(sm, metrics=left))
             if scopes:
                 resource_metrics.append(replace(rm, scope_metrics=scopes))
         if not resource_metrics:
@@ -180,14 +177,9 @@ class ProcessingMetricExporter(MetricExporter):
         self._core.shutdown()
         self._exporter.shutdown(timeout_millis=timeout_millis, **kwargs)
 
-    def stats(self) -> dict[str, Any]:
-        return json.loads(self._core.stats_json())
 
-
-def _fated(metric: Any, fate: Any) -> Any:
-    """``metric`` as a processor left it: ``None`` when dropped."""
-    if fate is None or fate is True:
-        return None if fate is None else metric
+def _edited(metric: Any, fate: tuple[str, list[dict[str, Any]]]) -> Any:
+    """``metric`` with the name and each data point's attributes a processor gave it."""
     name, attributes = fate
     data = metric.data
     points = list(data.data_points)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from os import PathLike
 from typing import Any
@@ -11,8 +10,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import Status, StatusCode
 
-from lens._keywords import Sandboxed, expect_signal, processor_entry, spec_json
-from lens._lens import ProcessCore, SpanCore
+from lens._keywords import Processing, Sandboxed, expect_signal, kept, spec_json
+from lens._lens import SpanCore
 
 
 class WasmSpanExporter(Sandboxed, SpanExporter):
@@ -97,7 +96,7 @@ class WasmSpanProcessor(Sandboxed, SpanProcessor):
         self._core.on_end(span)
 
 
-class ProcessingSpanExporter(SpanExporter):
+class ProcessingSpanExporter(Processing, SpanExporter):
     """Sandboxed span processors before any span exporter, Python ones included (NeMo Lens's
     OTLP exporter, a vendor's): ``export`` runs the ``processors`` (each a
     ``[[traces.processors]]`` entry as a dict, ``docs/processors.md``) on the batch, in order,
@@ -122,19 +121,12 @@ class ProcessingSpanExporter(SpanExporter):
         *,
         name: str | None = None,
     ) -> None:
-        self._exporter = exporter
-        entries = json.dumps([processor_entry(p) for p in processors])
-        self._core = ProcessCore(entries, name or type(exporter).__name__)
+        self._start_processing(exporter, processors, name, "traces")
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Runs the processors, then exports what is left (``SUCCESS`` when nothing is)."""
         spans = list(spans)
-        fates = self._core.process(spans)
-        out = []
-        for span, fate in zip(spans, fates, strict=True):
-            if fate is None:
-                continue
-            out.append(span if fate is True else _edited(span, *fate))
+        out = kept(spans, self._core.process(spans), lambda s, fate: _edited(s, *fate))
         if not out:
             return SpanExportResult.SUCCESS
         return self._exporter.export(out)
@@ -146,9 +138,6 @@ class ProcessingSpanExporter(SpanExporter):
         """Shuts the processors, then the exporter, down."""
         self._core.shutdown()
         self._exporter.shutdown()
-
-    def stats(self) -> dict[str, Any]:
-        return json.loads(self._core.stats_json())
 
 
 def _edited(span: ReadableSpan, name: str, attributes: dict, status: tuple[str, str]):

@@ -60,20 +60,27 @@ fn spans(path: &std::path::Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `lens demo` on 2 ranks with `config` written in `out`, and `args`: its stdout (it passed).
+fn demo(out: &std::path::Path, config: &str, args: &[&str]) -> String {
+    std::fs::write(out.join("lens.toml"), config).unwrap();
+    let run = crate::lens()
+        .current_dir(out)
+        .args(["demo", "--ranks", "2"])
+        .args(args)
+        .args(["--config", "lens.toml", "--out", "o"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
 #[test]
 fn the_example_processors_filter_and_redact_every_rank_of_the_demo() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path();
-    std::fs::write(out.join("lens.toml"), config(out)).unwrap();
-    let run = crate::lens()
-        .current_dir(out)
-        .args(["demo", "--ranks", "2", "--steps", "40", "--step-ms", "1"])
-        .args(["--config", "lens.toml", "--out", "o"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{stdout}\n{stderr}");
+    let stdout = demo(out, &config(out), &["--steps", "40", "--step-ms", "1"]);
     for rank in 0..2 {
         let vendor = spans(&out.join(format!("rank-{rank}.vendor.jsonl")));
         let local = spans(&out.join(format!("rank-{rank}.local.jsonl")));
@@ -130,16 +137,7 @@ settings = {{ names = "train.tokens_per_second" }}
         out.display(),
         dist("rust-filter.wasm").display(),
     );
-    std::fs::write(out.join("lens.toml"), config).unwrap();
-    let run = crate::lens()
-        .current_dir(out)
-        .args(["demo", "--ranks", "2", "--steps", "20", "--step-ms", "5"])
-        .args(["--config", "lens.toml", "--out", "o"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{stdout}\n{stderr}");
+    let stdout = demo(out, &config, &["--steps", "20", "--step-ms", "5"]);
     for rank in 0..2 {
         let text = std::fs::read_to_string(out.join(format!("rank-{rank}.metrics.jsonl"))).unwrap();
         let names: std::collections::BTreeSet<String> = text

@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
-use opentelemetry_proto::tonic::metrics::v1::Metric;
-use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::common::v1::AnyValue;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::Temporality;
 
@@ -22,28 +20,6 @@ use crate::error::LensError;
 use crate::testing::{every_metric_kind, many_data_points};
 use crate::wasm::{GuestOutputBuffer, Signal, WasmProcessor, edit, metric_edit};
 
-fn metrics(r: &ExportMetricsServiceRequest) -> Vec<&Metric> {
-    r.resource_metrics
-        .iter()
-        .flat_map(|r| &r.scope_metrics)
-        .flat_map(|s| &s.metrics)
-        .collect()
-}
-
-/// The attributes of each data point of `m`.
-fn points(m: &Metric) -> Vec<&[KeyValue]> {
-    match &m.data {
-        Some(Data::Gauge(g)) => g.data_points.iter().map(|p| &p.attributes[..]).collect(),
-        Some(Data::Sum(s)) => s.data_points.iter().map(|p| &p.attributes[..]).collect(),
-        Some(Data::Histogram(h)) => h.data_points.iter().map(|p| &p.attributes[..]).collect(),
-        Some(Data::ExponentialHistogram(h)) => {
-            h.data_points.iter().map(|p| &p.attributes[..]).collect()
-        }
-        Some(Data::Summary(s)) => s.data_points.iter().map(|p| &p.attributes[..]).collect(),
-        None => Vec::new(),
-    }
-}
-
 /// Whether `after` keeps what `edits` promise about `before`: dropped metrics gone, the others
 /// in order, the edited ones with their stated name and, on every data point, their stated
 /// attributes; every metric not named unchanged.
@@ -52,7 +28,7 @@ fn applied_as_stated(
     edits: &[ItemEdit],
     after: &ExportMetricsServiceRequest,
 ) -> Result<(), String> {
-    let (before, after) = (metrics(before), metrics(after));
+    let (before, after) = (metric_edit::metrics(before), metric_edit::metrics(after));
     let (by_index, kept) = kept_as_stated(&before, edits, after.len())?;
     for ((i, original), out) in kept.into_iter().zip(after) {
         let Some(Action::Edit(changes)) = by_index.get(&(i as u32)) else {
@@ -81,7 +57,7 @@ fn applied_as_stated(
         if out.name != name {
             return Err(format!("metric {i} is named `{}`", out.name));
         }
-        for point in points(out) {
+        for point in metric_edit::data_point_attributes(out) {
             for (key, value) in &attributes {
                 let found = point.iter().find(|a| a.key == *key);
                 if found.and_then(|a| a.value.as_ref()) != value.as_ref() {

@@ -54,6 +54,9 @@ pub(crate) struct Lanes {
 /// How often a wait (to retry, or for a lane) looks again at what it waits for.
 const POLL: Duration = Duration::from_millis(5);
 
+/// A lane and the batch to run on it; the lanes' shutdown; or the batch back (see `Lanes::live`).
+type Live<'a, F> = Result<Result<(MutexGuard<'a, Lane>, F), OTelSdkError>, F>;
+
 fn lock(lane: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
     lane.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -283,14 +286,23 @@ impl Lanes {
     where
         F: FnOnce(&Preferences, &Resource) -> Payload,
     {
-        let mut lane = self.acquire();
+        Ok(match self.live(make)? {
+            Ok((mut lane, make)) => self.export_on(&mut lane, items, make),
+            Err(e) => Err(e),
+        })
+    }
+
+    /// A lane to run the batch `make` encodes on: `Err(make)` when a reload retired these
+    /// instances (the batch goes to the new ones), `Ok(Err(..))` when they are shut down.
+    fn live<F>(&self, make: F) -> Live<'_, F> {
+        let lane = self.acquire();
         if lane.shut_down {
             if self.retired.load(Ordering::Acquire) {
                 return Err(make);
             }
             return Ok(Err(OTelSdkError::AlreadyShutdown));
         }
-        Ok(self.export_on(&mut lane, items, make))
+        Ok(Ok((lane, make)))
     }
 
     /// Runs a processor's `process` on the batch `make` encodes for the lane's instance: the
@@ -301,14 +313,10 @@ impl Lanes {
     where
         F: FnOnce(&Preferences, &Resource) -> Payload,
     {
-        let mut lane = self.acquire();
-        if lane.shut_down {
-            if self.retired.load(Ordering::Acquire) {
-                return Err(make);
-            }
-            return Ok(Err(OTelSdkError::AlreadyShutdown));
-        }
-        Ok(self.process_on(&mut lane, make))
+        Ok(match self.live(make)? {
+            Ok((mut lane, make)) => self.process_on(&mut lane, make),
+            Err(e) => Err(e),
+        })
     }
 
     fn process_on<F>(&self, lane: &mut Lane, make: F) -> Result<Vec<ItemEdit>, OTelSdkError>

@@ -113,7 +113,32 @@ fn change<C: MetricCollection>(metric: &mut C::Metric, change: &Change) {
     }
 }
 
-/// The attribute lists of each data point of `metric`.
+/// The metrics of `request`, in batch order (resource, scope, metric): what an answer's
+/// indices count.
+pub fn metrics(request: &ExportMetricsServiceRequest) -> Vec<&Metric> {
+    request
+        .resource_metrics
+        .iter()
+        .flat_map(|r| &r.scope_metrics)
+        .flat_map(|s| &s.metrics)
+        .collect()
+}
+
+/// The attributes of each data point of `metric`, in order.
+pub fn data_point_attributes(metric: &Metric) -> Vec<&[KeyValue]> {
+    match &metric.data {
+        Some(Data::Gauge(g)) => g.data_points.iter().map(|p| &p.attributes[..]).collect(),
+        Some(Data::Sum(s)) => s.data_points.iter().map(|p| &p.attributes[..]).collect(),
+        Some(Data::Histogram(h)) => h.data_points.iter().map(|p| &p.attributes[..]).collect(),
+        Some(Data::ExponentialHistogram(h)) => {
+            h.data_points.iter().map(|p| &p.attributes[..]).collect()
+        }
+        Some(Data::Summary(s)) => s.data_points.iter().map(|p| &p.attributes[..]).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The attribute lists of each data point of `metric`, to change.
 fn point_attributes(metric: &mut Metric) -> Vec<&mut Vec<KeyValue>> {
     match &mut metric.data {
         Some(Data::Gauge(g)) => g

@@ -157,24 +157,23 @@ impl Reloadable {
     where
         F: FnOnce(&Preferences, &Resource) -> Payload,
     {
-        let mut make = make;
-        loop {
-            match self.current().export(items, make) {
-                Ok(result) => return result,
-                Err(back) => make = back,
-            }
-        }
+        self.on_current(make, |lanes, make| lanes.export(items, make))
     }
 
-    /// Runs a processor's `process` on the running instances; a batch that reached instances
-    /// a reload had just replaced goes to the new ones, untouched.
+    /// Runs a processor's `process` on the running instances, as [`export`](Self::export).
     pub(crate) fn process<F>(&self, make: F) -> Result<Vec<ItemEdit>, OTelSdkError>
     where
         F: FnOnce(&Preferences, &Resource) -> Payload,
     {
+        self.on_current(make, |lanes, make| lanes.process(make))
+    }
+
+    /// `run` on the running instances, again on the next ones while a reload hands the batch
+    /// (`make`) back from instances it retired.
+    fn on_current<F, T>(&self, make: F, run: impl Fn(&Lanes, F) -> Result<T, F>) -> T {
         let mut make = make;
         loop {
-            match self.current().process(make) {
+            match run(&self.current(), make) {
                 Ok(result) => return result,
                 Err(back) => make = back,
             }
