@@ -198,19 +198,31 @@ class Sandboxed:
 
 
 class Processing:
-    """What the ``Processing*Exporter``s share: sandboxed processors of one ``signal`` (a
-    native core) before the Python exporter they wrap, and their counts."""
+    """What the ``Processing*Exporter``s share: sandboxed processors of one signal
+    (``_signal``, in a native core) before the Python ``exporter`` they wrap, each a processor
+    entry of that signal as a dict; ``name`` names the exporter in messages and statistics
+    (default: its class's name)."""
 
-    def _start_processing(
+    _signal = "traces"
+
+    def __init__(
         self,
         exporter: Any,
         processors: Sequence[Mapping[str, Any]],
-        name: str | None,
-        signal: str,
+        *,
+        name: str | None = None,
     ) -> None:
         self._exporter = exporter
         entries = json.dumps([processor_entry(p) for p in processors])
-        self._core = ProcessCore(entries, name or type(exporter).__name__, signal)
+        self._core = ProcessCore(entries, name or type(exporter).__name__, self._signal)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._exporter.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        """Shuts the processors, then the exporter, down."""
+        self._core.shutdown()
+        self._exporter.shutdown()
 
     def stats(self) -> dict[str, Any]:
         """Items ``received``, passed on (``exported``), ``dropped_processor`` and

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from os import PathLike
 from typing import Any
@@ -79,14 +79,7 @@ class ProcessingLogExporter(Processing, _LogExporterBase):
     ``processor_faults``, both by processor in ``processors``.
     """
 
-    def __init__(
-        self,
-        exporter: Any,
-        processors: Sequence[Mapping[str, Any]],
-        *,
-        name: str | None = None,
-    ) -> None:
-        self._start_processing(exporter, processors, name, "logs")
+    _signal = "logs"
 
     def export(self, batch: Sequence[Any]) -> LogExportResult:
         """Runs the processors, then exports what is left (``SUCCESS`` when nothing is)."""
@@ -95,14 +88,6 @@ class ProcessingLogExporter(Processing, _LogExporterBase):
         if not out:
             return LogExportResult.SUCCESS
         return self._exporter.export(out)
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self._exporter.force_flush(timeout_millis)
-
-    def shutdown(self) -> None:
-        """Shuts the processors, then the exporter, down."""
-        self._core.shutdown()
-        self._exporter.shutdown()
 
 
 def _edited(record: Any, changes: dict[str, Any]) -> Any:

@@ -136,6 +136,8 @@ class ProcessingMetricExporter(Processing, MetricExporter):
     ``processor_faults``, both by processor in ``processors``.
     """
 
+    _signal = "metrics"
+
     def __init__(
         self,
         exporter: MetricExporter,
@@ -143,11 +145,12 @@ class ProcessingMetricExporter(Processing, MetricExporter):
         *,
         name: str | None = None,
     ) -> None:
-        super().__init__(
+        Processing.__init__(self, exporter, processors, name=name)
+        MetricExporter.__init__(
+            self,
             preferred_temporality=getattr(exporter, "_preferred_temporality", None),
             preferred_aggregation=getattr(exporter, "_preferred_aggregation", None),
         )
-        self._start_processing(exporter, processors, name, "metrics")
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from os import PathLike
 from typing import Any
 
@@ -114,14 +114,7 @@ class ProcessingSpanExporter(Processing, SpanExporter):
     ``processor_faults``, both by processor in ``processors``.
     """
 
-    def __init__(
-        self,
-        exporter: SpanExporter,
-        processors: Sequence[Mapping[str, Any]],
-        *,
-        name: str | None = None,
-    ) -> None:
-        self._start_processing(exporter, processors, name, "traces")
+    _signal = "traces"
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Runs the processors, then exports what is left (``SUCCESS`` when nothing is)."""
@@ -130,14 +123,6 @@ class ProcessingSpanExporter(Processing, SpanExporter):
         if not out:
             return SpanExportResult.SUCCESS
         return self._exporter.export(out)
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self._exporter.force_flush(timeout_millis)
-
-    def shutdown(self) -> None:
-        """Shuts the processors, then the exporter, down."""
-        self._core.shutdown()
-        self._exporter.shutdown()
 
 
 def _edited(span: ReadableSpan, name: str, attributes: dict, status: tuple[str, str]):
