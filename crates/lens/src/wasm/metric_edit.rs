@@ -83,7 +83,11 @@ pub(crate) fn apply_checked<C: MetricCollection>(
     }
     let mut actions: Vec<Option<&Action>> = vec![None; items];
     for edit in edits {
-        actions[edit.index as usize] = Some(&edit.action);
+        // Checked against this collection's count, or (a replay on the console's JSON) against
+        // the same collection's: an index past it is skipped rather than trusted.
+        if let Some(slot) = actions.get_mut(edit.index as usize) {
+            *slot = Some(&edit.action);
+        }
     }
     let mut next = actions.into_iter();
     let mut dropped = 0;
@@ -328,5 +332,18 @@ mod tests {
             apply(&mut r, &[edit(past, vec![])]),
             Err(EditError::OutOfRange { .. })
         ));
+    }
+
+    #[test]
+    fn a_replay_skips_an_index_past_the_collection() {
+        let mut r = request();
+        let before = r.clone();
+        let n = count(&mut r);
+        let past = ItemEdit {
+            index: n as u32,
+            action: Action::Drop,
+        };
+        assert_eq!(apply_checked(&mut r, &[past], n), 0);
+        assert_eq!(r, before);
     }
 }
