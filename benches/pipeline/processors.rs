@@ -85,6 +85,24 @@ pub(crate) fn per_item<T: Clone>(
 /// A measured processor: its row's name, its mode and its settings.
 pub(crate) type Subject<'a> = (&'static str, &'static str, Vec<(&'static str, &'a str)>);
 
+/// The no-op processor in each encoding (the way in), then `redaction`.
+pub(crate) fn noops_and(redaction: Subject<'_>) -> [Subject<'_>; 4] {
+    [
+        ("wasm no-op, typed", "noop", vec![("encoding", "typed")]),
+        (
+            "wasm no-op, otlp-protobuf",
+            "noop",
+            vec![("encoding", "otlp-protobuf")],
+        ),
+        (
+            "wasm no-op, otlp-json",
+            "noop",
+            vec![("encoding", "otlp-json")],
+        ),
+        redaction,
+    ]
+}
+
 pub(crate) fn processors(opts: &Opts, rows: &mut Vec<Row>) {
     let rounds = if opts.quick { 20 } else { 300 };
     let spans = batch();
@@ -105,24 +123,12 @@ pub(crate) fn processors(opts: &Opts, rows: &mut Vec<Row>) {
         ratio: None,
     });
     let keys = KEYS.join(",");
-    let subjects: [Subject<'_>; 4] = [
-        ("wasm no-op, typed", "noop", vec![("encoding", "typed")]),
-        (
-            "wasm no-op, otlp-protobuf",
-            "noop",
-            vec![("encoding", "otlp-protobuf")],
-        ),
-        (
-            "wasm no-op, otlp-json",
-            "noop",
-            vec![("encoding", "otlp-json")],
-        ),
-        (
-            "wasm redaction, typed",
-            "redact",
-            vec![("keys", keys.as_str())],
-        ),
-    ];
+    let redaction = (
+        "wasm redaction, typed",
+        "redact",
+        vec![("keys", keys.as_str())],
+    );
+    let subjects = noops_and(redaction);
     for (name, mode, extra) in subjects {
         let p = build(mode, &extra);
         p.process_spans(spans.clone()); // warm

@@ -14,7 +14,7 @@ use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::metrics::SdkMeterProvider;
 use lens::wasm::{GuestOutputCopy, Signal, WasmProcessor};
 
-use crate::processors::{Subject, per_item, spec};
+use crate::processors::{Subject, noops_and, per_item, spec};
 use crate::{Opts, Row};
 
 const METRICS: &str = "Metric processors: cost per data point of a 512-point collection (ns)";
@@ -97,24 +97,11 @@ pub(crate) fn signal_processors(opts: &Opts, rows: &mut Vec<Row>) {
         native,
         None,
     ));
-    let subjects: [Subject<'static>; 4] = [
-        ("wasm no-op, typed", "noop", vec![("encoding", "typed")]),
-        (
-            "wasm no-op, otlp-protobuf",
-            "noop",
-            vec![("encoding", "otlp-protobuf")],
-        ),
-        (
-            "wasm no-op, otlp-json",
-            "noop",
-            vec![("encoding", "otlp-json")],
-        ),
-        (
-            "wasm redaction of `user`, typed",
-            "redact",
-            vec![("keys", "user")],
-        ),
-    ];
+    let subjects = noops_and((
+        "wasm redaction of `user`, typed",
+        "redact",
+        vec![("keys", "user")],
+    ));
     for (name, mode, extra) in subjects {
         let p = processor(Signal::Metrics, mode, &extra);
         p.process_metrics(&mut request.clone()); // warm

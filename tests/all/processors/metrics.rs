@@ -50,8 +50,8 @@ fn metrics(r: &mut ExportMetricsServiceRequest) -> Vec<&mut Metric> {
 }
 
 fn names(r: &ExportMetricsServiceRequest) -> Vec<String> {
-    let mut r = r.clone();
-    metrics(&mut r).iter().map(|m| m.name.clone()).collect()
+    let metrics = lens::wasm::metric_edit::metrics(r);
+    metrics.iter().map(|m| m.name.clone()).collect()
 }
 
 /// The attribute lists of each data point of `m`.

@@ -93,12 +93,7 @@ impl WasmProcessor {
         if typed {
             // The typed encoding leaves out summaries: its indices skip them.
             let positions = typed_positions(request);
-            let all = request
-                .resource_metrics
-                .iter()
-                .flat_map(|r| &r.scope_metrics)
-                .map(|s| s.metrics.len())
-                .sum::<usize>();
+            let all = metric_edit::metrics(request).len();
             if positions.len() != all {
                 // An index past the typed batch stays past the request (refused as such).
                 let past = |i: u32| (all as u32).saturating_add(i - positions.len() as u32);
