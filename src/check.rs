@@ -43,7 +43,7 @@ pub struct CheckArgs {
 
 /// What the guest wrote to `stream` during a case: its first `max` lines, escaped (the guest's
 /// bytes must not drive the terminal), then how much more there was.
-fn print_output(stream: &str, copy: &lens::wasm::guest_output::CopyBuffer, max: usize) {
+fn print_output(stream: &str, copy: &lens::wasm::sandbox::guest_output::CopyBuffer, max: usize) {
     if copy.bytes.is_empty() || max == 0 {
         return;
     }
@@ -52,7 +52,7 @@ fn print_output(stream: &str, copy: &lens::wasm::guest_output::CopyBuffer, max: 
     for line in lines.iter().take(max) {
         println!(
             "            {stream} | {}",
-            lens::wasm::guest_output::shown(line.to_string(), 300)
+            lens::wasm::sandbox::guest_output::shown(line.to_string(), 300)
         );
     }
     let more = lines.len().saturating_sub(max);

@@ -19,7 +19,7 @@ pub struct CompileArgs {
 }
 
 pub fn run(args: CompileArgs) -> ExitCode {
-    let warmed = match lens::wasm::warm::warm_file(&args.file, args.fuel, &ProcessEnv) {
+    let warmed = match lens::wasm::sandbox::warm::warm_file(&args.file, args.fuel, &ProcessEnv) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("error: {e}");

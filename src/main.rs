@@ -97,7 +97,7 @@ enum ConfigCommand {
 fn main() -> ExitCode {
     // Compiles of wasm exporters run in a child of this binary, bounded in memory and time
     // (started with `--lens-compile-worker`, this process is that child).
-    lens::wasm::compiler::enable_worker_process();
+    lens::wasm::enable_worker_process();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
         .format_timestamp_millis()
         .init();

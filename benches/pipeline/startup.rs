@@ -9,8 +9,8 @@ use crate::{Row, dist, median};
 /// Section 5.
 pub fn startup(builtin: &Path, dir: &Path, rows: &mut Vec<Row>) {
     let st = "Start-up per guest: cold compile / cached load, ms";
-    let engine = lens::wasm::engine::engine(false).unwrap();
-    let cache = lens::wasm::cache::ArtifactCache::new(dir.join("wasm-cache"), u64::MAX);
+    let engine = lens::wasm::artefact::engine::engine(false).unwrap();
+    let cache = lens::wasm::artefact::cache::ArtifactCache::new(dir.join("wasm-cache"), u64::MAX);
     for (name, path) in [
         ("Rust JSON-lines", builtin.to_path_buf()),
         ("C JSON-lines", dist("c-jsonl.wasm")),
@@ -41,7 +41,7 @@ pub fn startup(builtin: &Path, dir: &Path, rows: &mut Vec<Row>) {
             (0..5)
                 .map(|_| {
                     let t = Instant::now();
-                    lens::wasm::cache::file_digest(&artefact).unwrap();
+                    lens::wasm::artefact::cache::file_digest(&artefact).unwrap();
                     t.elapsed().as_secs_f64() * 1e3
                 })
                 .collect(),

@@ -58,7 +58,9 @@ type Compiled = (String, Vec<String>, bool, f64);
 #[pyo3(signature = (path, *, fuel = false))]
 fn compile(py: Python<'_>, path: PathBuf, fuel: bool) -> PyResult<Vec<Compiled>> {
     let warmed = py
-        .detach(|| lens::wasm::warm::warm_file(&path, fuel, &lens::config::env::ProcessEnv))
+        .detach(|| {
+            lens::wasm::sandbox::warm::warm_file(&path, fuel, &lens::config::env::ProcessEnv)
+        })
         .map_err(ExporterLoadError::new_err)?;
     warmed
         .into_iter()
@@ -74,13 +76,13 @@ fn compile(py: Python<'_>, path: PathBuf, fuel: bool) -> PyResult<Vec<Compiled>>
         .collect()
 }
 
-/// The compile worker's side (`lens::wasm::compiler`): what the child this module starts for
+/// The compile worker's side (`lens::wasm::artefact::compiler`): what the child this module starts for
 /// each compile runs; its exit code.
 #[pyfunction]
 fn _compile_worker(py: Python<'_>) -> u8 {
     // Without the GIL: wasmtime compiles on several threads, and a thread that logs goes
     // through Python's `logging` (pyo3-log), which takes it.
-    py.detach(lens::wasm::compiler::serve_worker)
+    py.detach(lens::wasm::artefact::compiler::serve_worker)
 }
 
 /// Compiles run in a child Python (this interpreter, running [`_compile_worker`]), bounded in
@@ -88,7 +90,7 @@ fn _compile_worker(py: Python<'_>) -> u8 {
 fn use_compile_worker(py: Python<'_>) -> PyResult<()> {
     let executable: String = py.import("sys")?.getattr("executable")?.extract()?;
     if !executable.is_empty() {
-        lens::wasm::compiler::use_worker(
+        lens::wasm::artefact::compiler::use_worker(
             executable,
             [
                 "-c",

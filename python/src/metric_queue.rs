@@ -14,7 +14,7 @@ use lens::opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServi
 use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
 use lens::trace::{DirectExport, DropReason, ExporterStats};
-use lens::wasm::processor::run_metric_processors;
+use lens::wasm::processors::run_metric_processors;
 use lens::wasm::{WasmMetricExporter, WasmProcessor};
 
 use crate::following::Following;

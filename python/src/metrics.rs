@@ -14,7 +14,7 @@ use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::metrics::Temporality;
 use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
 use lens::wasm::WasmMetricExporter;
-use lens::wasm::metric_exporter::otlp_data_points;
+use lens::wasm::exporters::metric::otlp_data_points;
 use pyo3::prelude::*;
 
 use crate::convert;

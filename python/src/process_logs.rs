@@ -7,7 +7,7 @@
 
 use lens::opentelemetry::logs::AnyValue;
 use lens::opentelemetry_sdk::logs::SdkLogRecord;
-use lens::wasm::processor::run_log_processors;
+use lens::wasm::processors::run_log_processors;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict};
 

@@ -7,9 +7,9 @@
 //! (processors never reorder metrics or points, nor change their values, times or exemplars).
 
 use lens::opentelemetry_proto::tonic::metrics::v1::Metric;
-use lens::wasm::metric_edit::{data_point_attributes, metrics};
-use lens::wasm::metric_exporter::otlp_data_points;
-use lens::wasm::processor::run_metric_processors;
+use lens::wasm::exporters::metric::otlp_data_points;
+use lens::wasm::processors::metric_edit::{data_point_attributes, metrics};
+use lens::wasm::processors::run_metric_processors;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyTuple};
 

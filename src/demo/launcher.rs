@@ -14,7 +14,7 @@ use lens::opentelemetry::Context;
 use lens::opentelemetry::trace::{
     SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
 };
-use lens::wasm::guest_output::escape;
+use lens::wasm::sandbox::guest_output::escape;
 
 use super::{DemoArgs, RankMessage, RankSummary};
 use crate::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};

@@ -11,7 +11,7 @@
 wasmtime::component::bindgen!({
     path: "../../wit",
     world: "host",
-    // Guest calls are async so that one stuck in a host call can be cancelled (`wasm::instance`).
+    // Guest calls are async so that one stuck in a host call can be cancelled (`wasm::sandbox::instance`).
     exports: { default: async },
 });
 

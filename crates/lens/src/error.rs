@@ -4,6 +4,7 @@
 //! - [`LensError`]: what the public API returns; each variant names what it is about (the config
 //!   file and key, the environment variable, the exporter).
 //! - [`LoadError`]: what is wrong with a `.wasm` file.
+//! - [`CompileError`]: why compiling a `.wasm` file failed (one of its bounds, or wasmtime).
 //! - [`WasmSetupError`]: why a `.wasm` exporter could not be set up (its file, its grants, its
 //!   first instance).
 //! - [`FaultKind`]: why a sandboxed instance was discarded (a trap, a deadline, …), as counted in
@@ -230,12 +231,12 @@ pub enum LoadError {
         /// The limit.
         limit: u64,
     },
-    /// Its compile ran past a bound ([`crate::wasm::compiler`]).
+    /// Its compile ran past a bound ([`crate::wasm::artefact::compiler`]).
     #[error("{source}")]
     Compile {
         /// Which bound, or why the worker failed.
         #[source]
-        source: crate::wasm::compiler::CompileError,
+        source: CompileError,
     },
     /// wasmtime rejected the component (validation or compilation).
     #[error("invalid component: {}", chain(source.as_ref()))]
@@ -386,6 +387,30 @@ impl std::fmt::Display for ReloadStep {
     }
 }
 
+/// Why a compile failed ([`crate::wasm::artefact::compiler`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompileError {
+    /// wasmtime refused the component (validation or compilation).
+    #[error("{0}")]
+    Refused(String),
+    /// The worker ran out of its memory bound.
+    #[error("compiling it needed more than {memory_mib} MiB (`compile_memory_mib`): refused")]
+    OutOfMemory {
+        /// The bound.
+        memory_mib: u64,
+    },
+    /// The worker ran past its time bound and was killed.
+    #[error("compiling it took longer than {timeout:?} (`compile_timeout_ms`): refused")]
+    TimedOut {
+        /// The bound.
+        timeout: std::time::Duration,
+    },
+    /// The worker could not be run, or died for another reason.
+    #[error("the compile worker failed: {0}")]
+    Worker(String),
+}
+
 /// Why a `.wasm` exporter could not be set up.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -521,10 +546,10 @@ impl<'de> serde::Deserialize<'de> for FaultKind {
     }
 }
 
-impl From<crate::wasm::compiler::CompileError> for LoadError {
-    fn from(e: crate::wasm::compiler::CompileError) -> Self {
+impl From<CompileError> for LoadError {
+    fn from(e: CompileError) -> Self {
         match e {
-            crate::wasm::compiler::CompileError::Refused(message) => LoadError::Invalid {
+            CompileError::Refused(message) => LoadError::Invalid {
                 source: message.into(),
             },
             other => LoadError::Compile { source: other },

@@ -45,7 +45,7 @@
 //! | `encoding` | how a batch of spans, metrics or log records reaches a guest: typed records, OTLP bytes, OTLP/JSON (a leaf) | `bindings` |
 //! | `metrics` | the in-memory metric reader, [`data_points`] | `encoding` |
 //! | [`exporter`] | the native exporters of spans, metrics and log records: OTLP, console, none | `config`, `encoding` |
-//! | [`wasm`] | the sandbox host: engine, load, cache, grants, interfaces, instances, lanes with backoff and retries, hot reload of a component, the span, metric and log exporters, processors of every signal and their edits | `config`, `batch`, `trace`, `logs`, `encoding`, `bindings` |
+//! | [`wasm`] | the sandbox host, one folder per stage a component goes through: source (read), checks (header, digest, structure), artefact (engine, compiler, cache), sandbox (link, grants, HTTP, output, instances), lanes (backoff, retries), reload, then the roles: the span, metric and log exporters, processors of every signal and their edits | `config`, `batch`, `trace`, `logs`, `encoding`, `bindings` |
 //! | `pipeline` | assembly: config entries become batch processors and readers (metric exporters counted per data point, the metric processors before them); a reload's plan, entry by entry | `exporter`, `wasm`, `trace`, `logs` |
 //! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install), [`TelemetryHandle`], its reloads and their triggers (watched file, SIGHUP) | `pipeline` and below |
 //! | [`check`] | what `lens check` runs: validation, timings, a conformance suite per exporter interface (feature `testing`) | `wasm`, `encoding`, `testing` |
@@ -92,7 +92,8 @@ pub mod wasm;
 
 pub use config::LensConfig;
 pub use error::{
-    BoxError, FaultKind, GrantError, LensError, LoadError, RankError, ReloadStep, WasmSetupError,
+    BoxError, CompileError, FaultKind, GrantError, LensError, LoadError, RankError, ReloadStep,
+    WasmSetupError,
 };
 pub use metrics::{InMemoryMetricReader, data_points};
 pub use pipeline::reload::ReloadReport;

@@ -264,7 +264,7 @@ fn processors_in_a_row_say_which_records_are_left() {
         std::sync::Arc::new(build("filter", &[("names", "DEBUG")], OnFault::Pass)),
         std::sync::Arc::new(build("redact", &[("keys", "user.email")], OnFault::Pass)),
     ];
-    let (out, done) = lens::wasm::processor::run_log_processors(&processors, batch.clone());
+    let (out, done) = lens::wasm::processors::run_log_processors(&processors, batch.clone());
     // Every third record is a DEBUG one.
     let expected: Vec<usize> = (0..12).filter(|i| i % 3 != 0).collect();
     assert_eq!(done.kept, expected);

@@ -50,7 +50,7 @@ fn metrics(r: &mut ExportMetricsServiceRequest) -> Vec<&mut Metric> {
 }
 
 fn names(r: &ExportMetricsServiceRequest) -> Vec<String> {
-    let metrics = lens::wasm::metric_edit::metrics(r);
+    let metrics = lens::wasm::processors::metric_edit::metrics(r);
     metrics.iter().map(|m| m.name.clone()).collect()
 }
 
@@ -442,7 +442,7 @@ fn processors_in_a_row_say_which_metrics_are_left() {
         std::sync::Arc::new(build("filter", &[("names", "check.tokens")], OnFault::Pass)),
     ];
     let mut got = original.clone();
-    let done = lens::wasm::processor::run_metric_processors(&processors, &mut got);
+    let done = lens::wasm::processors::run_metric_processors(&processors, &mut got);
     let expected: Vec<usize> = (0..names.len())
         .filter(|&i| names[i] != "check.loss" && names[i] != "check.tokens")
         .collect();

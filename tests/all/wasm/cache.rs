@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lens::config::{ExporterSpec, SignalConfig, WasmCacheConfig, WasmExporterSpec};
-use lens::wasm::cache::{ArtifactCache, shared};
-use lens::wasm::engine::engine;
+use lens::wasm::artefact::cache::{ArtifactCache, shared};
+use lens::wasm::artefact::engine::engine;
 use lens::wasm::{LoadChecks, load};
 use lens::{LensConfig, Telemetry};
 use lens_test_support::pipeline::{T, exporting, no_env};

@@ -39,7 +39,7 @@ fn recorder(dir: &std::path::Path, encoding: &str) -> lens::config::WasmExporter
 
 #[test]
 fn the_fixture_exports_the_0_2_0_span_exporter_only() {
-    let engine = lens::wasm::engine::engine(false).unwrap();
+    let engine = lens::wasm::artefact::engine::engine(false).unwrap();
     let loaded = lens::wasm::load(&fixture(), Default::default(), engine, None).unwrap();
     assert_eq!(
         loaded.interfaces,

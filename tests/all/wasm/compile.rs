@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use lens::LoadError;
-use lens::wasm::cache::ArtifactCache;
-use lens::wasm::compiler::{CompileBounds, CompileError, WORKER_ARG, use_worker};
-use lens::wasm::engine::engine;
+use lens::wasm::artefact::cache::ArtifactCache;
+use lens::wasm::artefact::compiler::{CompileBounds, CompileError, WORKER_ARG, use_worker};
+use lens::wasm::artefact::engine::engine;
 use lens::wasm::{LoadChecks, StructureLimits, load};
 use lens_test_support::hostile::{nested_component, run_measured};
 use lens_test_support::isolated;

@@ -15,7 +15,7 @@ use crate::bindings::edit_types::{Action, Change, ItemEdit};
 use crate::config::WasmExporterSpec;
 use crate::error::LensError;
 use crate::testing::{LogRecords, every_log_body, many_logs};
-use crate::wasm::log_edit;
+use crate::wasm::processors::log_edit;
 use crate::wasm::{GuestOutputBuffer, Signal, WasmProcessor};
 
 /// Whether `after` keeps what `edits` promise about `before`: dropped records gone, the others

@@ -18,7 +18,8 @@ use crate::bindings::edit_types::{Action, Change, ItemEdit};
 use crate::config::WasmExporterSpec;
 use crate::error::LensError;
 use crate::testing::{every_metric_kind, many_data_points};
-use crate::wasm::{GuestOutputBuffer, Signal, WasmProcessor, edit, metric_edit};
+use crate::wasm::processors::{edit, metric_edit};
+use crate::wasm::{GuestOutputBuffer, Signal, WasmProcessor};
 
 /// Whether `after` keeps what `edits` promise about `before`: dropped metrics gone, the others
 /// in order, the edited ones with their stated name and, on every data point, their stated

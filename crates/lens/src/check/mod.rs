@@ -19,12 +19,12 @@ use crate::batch::ExporterStats;
 use crate::config::WasmExporterSpec;
 use crate::config::env::ProcessEnv;
 use crate::error::LensError;
-use crate::wasm::guest_output::CopyBuffer;
-use crate::wasm::instance::{Job, Outcome, Payload, StartError};
-use crate::wasm::interface::Preferences;
+use crate::wasm::artefact::{cache, engine};
+use crate::wasm::sandbox::guest_output::CopyBuffer;
+use crate::wasm::sandbox::instance::{Job, Outcome, Payload, StartError};
+use crate::wasm::sandbox::interface::Preferences;
 use crate::wasm::{
-    GuestInterface, GuestOutputBuffer, GuestOutputCopy, HostInputs, LoadChecks, Signal, cache,
-    engine, load,
+    GuestInterface, GuestOutputBuffer, GuestOutputCopy, HostInputs, LoadChecks, Signal, load,
 };
 
 /// One conformance case and how it went.
@@ -171,7 +171,9 @@ fn load_report(
     config: &crate::LensConfig,
     options: CheckOptions,
 ) -> Result<LoadReport, LensError> {
-    let err = |source: crate::error::WasmSetupError| crate::wasm::setup_error(NAME, spec, source);
+    let err = |source: crate::error::WasmSetupError| {
+        crate::wasm::sandbox::link::setup_error(NAME, spec, source)
+    };
     let engine = engine::engine(spec.fuel_per_call.is_some()).map_err(err)?;
     let checks = LoadChecks::of(spec);
     let load = |cache| load(&spec.path, checks, engine, cache).map_err(|e| err(e.into()));
@@ -215,7 +217,9 @@ fn load_report(
         // The load checked it already (or the cache held it, checked when compiled).
         structure: std::fs::read(&spec.path)
             .ok()
-            .and_then(|bytes| crate::wasm::structure::measure(&bytes, &checks.structure).ok())
+            .and_then(|bytes| {
+                crate::wasm::checks::structure::measure(&bytes, &checks.structure).ok()
+            })
             .unwrap_or_default(),
         interfaces: loaded.interfaces,
     })
@@ -235,7 +239,7 @@ fn export_after_shutdown(
     let copy = GuestOutputCopy::Sink(output.clone());
     let inputs = HostInputs::standalone(resource, &config.wasm_cache, copy);
     let stats = Arc::new(ExporterStats::new(NAME));
-    let factory = crate::wasm::factory(
+    let factory = crate::wasm::lanes::start::factory(
         NAME,
         spec,
         (signal, crate::wasm::Role::Exporter),

@@ -19,7 +19,7 @@ use crate::bindings::types::Status as WitStatus;
 use crate::config::{ProcessorSpec, WasmExporterSpec, WasmProcessorSpec};
 use crate::error::LensError;
 use crate::testing::spans;
-use crate::wasm::edit;
+use crate::wasm::processors::edit;
 use crate::wasm::{GuestOutputBuffer, GuestOutputCopy, Signal, WasmProcessor};
 
 /// What an item's changes promise about it once applied.

@@ -21,8 +21,8 @@ use crate::error::LensError;
 use crate::testing::{
     LogRecords, MetricKind, every_log_body, many_data_points, many_logs, metrics_of, spans,
 };
-use crate::wasm::instance::Payload;
-use crate::wasm::interface::Preferences;
+use crate::wasm::sandbox::instance::Payload;
+use crate::wasm::sandbox::interface::Preferences;
 use crate::wasm::{
     GuestOutputBuffer, GuestOutputCopy, Signal, WasmLogExporter, WasmMetricExporter,
     WasmSpanExporter,

@@ -22,8 +22,8 @@ use crate::batch::{DropReason, ExporterStats};
 use crate::encoding::metrics::data_points;
 use crate::exporter::otlp::OtlpRequestSender;
 use crate::exporter::{ConsoleMetricExporter, OtlpMetricExporter};
-use crate::wasm::metric_edit::{self, MetricCollection};
-use crate::wasm::processor::{MetricsOutcome, run_metric_processors_answers};
+use crate::wasm::processors::metric_edit::{self, MetricCollection};
+use crate::wasm::processors::{MetricsOutcome, run_metric_processors_answers};
 use crate::wasm::{WasmMetricExporter, WasmProcessor};
 
 /// The metric exporters a config can name.

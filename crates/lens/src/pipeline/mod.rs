@@ -161,7 +161,8 @@ impl<'a> BuildContext<'a> {
             let processor = match built {
                 Ok(p) => p,
                 Err(source) => {
-                    let error = crate::wasm::setup_error(&name, spec.component(), source);
+                    let error =
+                        crate::wasm::sandbox::link::setup_error(&name, spec.component(), source);
                     let error = disable_or_fail(spec.component(), error, signal, false)?;
                     let (why, on_fault) = (error.to_string(), spec.on_fault());
                     WasmProcessor::disabled(&name, signal, on_fault, stats.clone(), why)
@@ -264,7 +265,7 @@ impl<'a> BuildContext<'a> {
                         });
                     }
                     Err(source) => {
-                        let error = crate::wasm::setup_error(name, w, source);
+                        let error = crate::wasm::sandbox::link::setup_error(name, w, source);
                         let error = disable_or_fail(w, error, Signal::Traces, self.reloading)?;
                         let processor =
                             DisabledSpanProcessor::new(stats.clone(), error.to_string());
@@ -323,7 +324,7 @@ impl<'a> BuildContext<'a> {
                         MetricExporterKind::Wasm(exporter)
                     }
                     Err(source) => {
-                        let error = crate::wasm::setup_error(name, w, source);
+                        let error = crate::wasm::sandbox::link::setup_error(name, w, source);
                         let error = disable_or_fail(w, error, Signal::Metrics, self.reloading)?;
                         stats.record_disabled(error.to_string());
                         MetricExporterKind::Disabled
@@ -419,7 +420,7 @@ impl<'a> BuildContext<'a> {
                         )
                     }
                     Err(source) => {
-                        let error = crate::wasm::setup_error(name, w, source);
+                        let error = crate::wasm::sandbox::link::setup_error(name, w, source);
                         let error = disable_or_fail(w, error, Signal::Logs, self.reloading)?;
                         BatchLogProcessor::disabled(stats.clone(), error.to_string())
                     }

@@ -8,7 +8,7 @@ use super::{Registry, Running};
 use crate::config::{ExporterSpec, LensConfig, WasmExporterSpec};
 use crate::error::LensError;
 use crate::signal::Signal;
-use crate::wasm::processor::component_of;
+use crate::wasm::processors::component_of;
 use crate::wasm::reload::Reloadable;
 
 /// What happens to one entry.

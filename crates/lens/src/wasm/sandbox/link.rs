@@ -1,20 +1,24 @@
-//! Loading a `.wasm` exporter: every check happens here, before any span flows, and each
-//! failure is a [`LoadError`] saying what is wrong with the file.
+//! Loading a `.wasm` component: stages 1 to 4 in order — read it ([`crate::wasm::source`]),
+//! check it ([`crate::wasm::checks`]), map it from the artefact cache or compile it
+//! ([`crate::wasm::artefact`]), and link it against the host's interfaces. Every check happens
+//! here, before any span flows, and each failure is a [`LoadError`] saying what is wrong with
+//! the file.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::{Component, InstancePre, Linker};
 
-use super::cache::{ArtifactCache, ReadFile};
-use super::compiler::CompileBounds;
+use super::HostState;
 use super::interface::{GuestInterface, Role, Signal, WIT_VERSION};
-use super::sandbox::HostState;
-use super::structure::StructureLimits;
-use crate::error::LoadError;
+use crate::config::WasmExporterSpec;
+use crate::error::{LensError, LoadError, WasmSetupError};
 use crate::signal::WIT_PACKAGE;
+use crate::wasm::artefact::cache::{ArtifactCache, ReadFile};
+use crate::wasm::artefact::compiler::{self, CompileBounds};
+use crate::wasm::checks::{self, StructureLimits};
+use crate::wasm::source::{self, DEFAULT_MAX_FILE_MIB};
 
 /// Interface packages the host provides (WASI 0.2 and `wasi:http`; grants decide what works),
 /// and the exporter's own types interfaces (types only: nothing to provide).
@@ -51,20 +55,6 @@ pub struct LoadedComponent {
     pub load_time: Duration,
 }
 
-fn check_pin(sha256: &str, pin: Option<&str>) -> Result<(), LoadError> {
-    match pin {
-        Some(pin) if !pin.eq_ignore_ascii_case(sha256) => Err(LoadError::PinMismatch {
-            actual: sha256.to_string(),
-            pinned: pin.to_ascii_lowercase(),
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// Default of `max_file_mib`: the largest `.wasm` file read (the Python and JavaScript example
-/// guests are under 20 MiB).
-pub const DEFAULT_MAX_FILE_MIB: u64 = 256;
-
 /// What a file must satisfy before it is compiled.
 #[derive(Debug, Clone, Copy)]
 pub struct LoadChecks<'a> {
@@ -74,7 +64,7 @@ pub struct LoadChecks<'a> {
     pub max_bytes: u64,
     /// Refuse files with more structure than this, before compiling them.
     pub structure: StructureLimits,
-    /// Bounds of the compile itself (where it runs in a worker, [`super::compiler`]).
+    /// Bounds of the compile itself (where it runs in a worker, [`compiler`]).
     pub compile: CompileBounds,
 }
 
@@ -92,38 +82,21 @@ impl Default for LoadChecks<'_> {
 impl<'a> LoadChecks<'a> {
     /// The checks an exporter entry asks for (its pin, `max_file_mib`, `compile_memory_mib` and
     /// `compile_timeout_ms`).
-    pub fn of(spec: &'a crate::config::WasmExporterSpec) -> Self {
+    pub fn of(spec: &'a WasmExporterSpec) -> Self {
         Self {
             sha256_pin: spec.sha256.as_deref(),
             max_bytes: spec.max_file_mib.unwrap_or(DEFAULT_MAX_FILE_MIB) << 20,
             compile: CompileBounds {
                 memory_mib: spec
                     .compile_memory_mib
-                    .unwrap_or(super::compiler::DEFAULT_COMPILE_MEMORY_MIB),
+                    .unwrap_or(compiler::DEFAULT_COMPILE_MEMORY_MIB),
                 timeout: Duration::from_millis(
                     spec.compile_timeout_ms
-                        .unwrap_or(super::compiler::DEFAULT_COMPILE_TIMEOUT_MS),
+                        .unwrap_or(compiler::DEFAULT_COMPILE_TIMEOUT_MS),
                 ),
             },
             ..Self::default()
         }
-    }
-}
-
-/// What kind of file `meta` describes when it is neither a regular file nor a directory.
-fn special_kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
     }
 }
 
@@ -138,7 +111,7 @@ pub fn load(
     cache: Option<&ArtifactCache>,
 ) -> Result<LoadedComponent, LoadError> {
     let started = Instant::now();
-    let meta = checked_meta(path, checks.max_bytes)?;
+    let meta = source::checked_meta(path, checks.max_bytes)?;
     let (component, sha256) = compile(path, &meta, checks, engine, cache)?;
     let imports: Vec<String> = component
         .component_type()
@@ -169,30 +142,6 @@ pub fn load(
     })
 }
 
-/// The metadata of `path` if it is a regular file of at most `max_bytes` (what is checked
-/// before anything is read).
-fn checked_meta(path: &Path, max_bytes: u64) -> Result<std::fs::Metadata, LoadError> {
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => LoadError::NotFound,
-        _ => LoadError::Unreadable(e),
-    })?;
-    if meta.is_dir() {
-        return Err(LoadError::IsDirectory);
-    }
-    if !meta.is_file() {
-        return Err(LoadError::NotRegularFile {
-            kind: special_kind(&meta),
-        });
-    }
-    if meta.len() > max_bytes {
-        return Err(LoadError::TooLarge {
-            size: meta.len(),
-            limit: max_bytes,
-        });
-    }
-    Ok(meta)
-}
-
 /// The SHA-256 (hex) of the component file at `path`, with the checks [`load`] makes before
 /// reading (a regular file within `max_bytes`, a component's header): from `cache`'s index
 /// when the file is known and unmodified (not read), else read and hashed.
@@ -201,11 +150,15 @@ pub(crate) fn file_sha256(
     max_bytes: u64,
     cache: Option<&ArtifactCache>,
 ) -> Result<String, LoadError> {
-    let meta = checked_meta(path, max_bytes)?;
+    let meta = source::checked_meta(path, max_bytes)?;
     if let Some(sha) = cache.and_then(|c| c.known_sha256(path, &meta)) {
         return Ok(sha);
     }
-    Ok(hex::encode(Sha256::digest(read_checked(path, max_bytes)?)))
+    Ok(checks::sha256(&source::read(
+        path,
+        max_bytes,
+        checks::header,
+    )?))
 }
 
 /// The compiled component of the file and its SHA-256: mapped from the cache when the file is
@@ -219,7 +172,7 @@ fn compile(
 ) -> Result<(Component, String), LoadError> {
     let known = cache.and_then(|c| c.known_sha256(path, meta));
     if let Some(sha) = &known {
-        check_pin(sha, checks.sha256_pin)?;
+        checks::pin(sha, checks.sha256_pin)?;
     }
     if let Some(found) = cache
         .zip(known)
@@ -227,10 +180,10 @@ fn compile(
     {
         return Ok(found);
     }
-    let bytes = read_checked(path, checks.max_bytes)?;
-    let sha256 = hex::encode(Sha256::digest(&bytes));
-    check_pin(&sha256, checks.sha256_pin)?;
-    super::structure::measure(&bytes, &checks.structure)?;
+    let bytes = source::read(path, checks.max_bytes, checks::header)?;
+    let sha256 = checks::sha256(&bytes);
+    checks::pin(&sha256, checks.sha256_pin)?;
+    checks::structure::measure(&bytes, &checks.structure)?;
     let component = match cache {
         // Known content under a new path or timestamp is remembered; new content compiled.
         Some(c) => c.get_or_compile(
@@ -243,7 +196,7 @@ fn compile(
                 bounds: checks.compile,
             },
         )?,
-        None => super::compiler::compile(engine, &bytes, checks.compile)?,
+        None => compiler::compile(engine, &bytes, checks.compile)?,
     };
     Ok((component, sha256))
 }
@@ -271,42 +224,6 @@ fn link(
             LoadError::UnknownImports { imports: unknown }
         }
     })
-}
-
-/// The file's bytes: its header first (nothing more is read from a file that is not a
-/// component), then the rest, never more than `max_bytes` even if the file grows meanwhile.
-fn read_checked(path: &Path, max_bytes: u64) -> Result<Vec<u8>, LoadError> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(LoadError::Unreadable)?;
-    let mut reader = file.take(max_bytes.saturating_add(1));
-    let mut bytes = Vec::new();
-    (&mut reader)
-        .take(8)
-        .read_to_end(&mut bytes)
-        .map_err(LoadError::Unreadable)?;
-    check_header(&bytes)?;
-    reader
-        .read_to_end(&mut bytes)
-        .map_err(LoadError::Unreadable)?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(LoadError::TooLarge {
-            size: bytes.len() as u64,
-            limit: max_bytes,
-        });
-    }
-    Ok(bytes)
-}
-
-fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
-    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
-        return Err(LoadError::NotWasm);
-    }
-    let layer: [u8; 4] = [bytes[4], bytes[5], bytes[6], bytes[7]];
-    match layer {
-        [1, 0, 0, 0] => Err(LoadError::CoreModule),
-        [0x0d, 0, 1, 0] => Ok(()),
-        other => Err(LoadError::UnsupportedLayer(other)),
-    }
 }
 
 /// Why a component exporting none of the exporter interfaces this host serves is refused.
@@ -372,4 +289,17 @@ impl LoadedComponent {
 fn version(name: &str) -> Vec<u64> {
     let v = name.rsplit_once('@').map_or("", |(_, v)| v);
     v.split('.').map_while(|n| n.parse().ok()).collect()
+}
+
+/// `source` as the [`LensError`] naming the exporter (or processor) and its file.
+pub(crate) fn setup_error(
+    name: &str,
+    spec: &WasmExporterSpec,
+    source: WasmSetupError,
+) -> LensError {
+    LensError::WasmLoad {
+        exporter: name.to_string(),
+        path: spec.path.clone(),
+        source,
+    }
 }

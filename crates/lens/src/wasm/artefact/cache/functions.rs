@@ -114,7 +114,7 @@ pub fn prune(dir: &Path, max_bytes: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wasm::cache::files::write_atomically;
+    use crate::wasm::artefact::cache::files::write_atomically;
 
     #[test]
     fn an_entry_reads_back_and_a_damaged_one_is_a_miss() {

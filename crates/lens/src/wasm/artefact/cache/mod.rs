@@ -50,10 +50,10 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use super::compiler::CompileBounds;
 use crate::config::WasmCacheConfig;
 use crate::config::env::EnvSource;
 use crate::error::LoadError;
+use crate::wasm::artefact::compiler::CompileBounds;
 pub use files::untrusted;
 use files::{private_dir, untrusted_path, write_atomically};
 use integrity::Verdict;
@@ -380,7 +380,7 @@ impl ArtifactCache {
         }
         self.misses.fetch_add(1, Relaxed);
         let functions = self.trusted().then(|| functions::dir(&self.dir));
-        let (component, compiled) = super::compiler::precompile_reusing(
+        let (component, compiled) = crate::wasm::artefact::compiler::precompile_reusing(
             engine,
             file.wasm,
             file.bounds,
@@ -392,7 +392,7 @@ impl ArtifactCache {
             }
         })
         .map_err(LoadError::from)
-        .and_then(|artefact| super::compiler::load_artefact(engine, artefact))?;
+        .and_then(|artefact| crate::wasm::artefact::compiler::load_artefact(engine, artefact))?;
         if let Some(functions) = &functions {
             refusal::clear(&index, &artifact);
             functions::prune(functions, self.max_bytes / 4);

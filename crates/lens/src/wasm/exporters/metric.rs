@@ -10,11 +10,6 @@ use opentelemetry_sdk::metrics::Temporality;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 
-use super::instance::Payload;
-use super::interface::Preferences;
-use super::interface::Signal;
-use super::reload::{Reloadable, Reloaded, reloadable};
-use super::{GuestOutputCopy, HostInputs, reload_from_config, reloadable_from_config};
 use crate::batch::{DirectExport, ExporterStats};
 use crate::bindings::metric_types::Temporality as WitTemporality;
 use crate::config::{BatchConfig, WasmExporterSpec};
@@ -22,6 +17,13 @@ use crate::encoding::metrics::{data_points, encode_metrics};
 use crate::encoding::metrics_otlp::encode_otlp_metrics;
 pub use crate::encoding::metrics_otlp::otlp_data_points;
 use crate::error::{LensError, WasmSetupError};
+use crate::wasm::lanes::start::HostInputs;
+use crate::wasm::reload::{
+    Reloadable, Reloaded, reload_from_config, reloadable, reloadable_from_config,
+};
+use crate::wasm::sandbox::guest_output::GuestOutputCopy;
+use crate::wasm::sandbox::instance::Payload;
+use crate::wasm::sandbox::interface::{Preferences, Signal};
 
 /// A metric exporter running a sandboxed WebAssembly component
 /// (`lens:exporter/metric-exporter@0.4.0`): one instance, called by the periodic reader once
@@ -98,7 +100,7 @@ impl WasmMetricExporter {
     }
 
     /// Replaces the running component with the entry `spec`'s, built beside it while it
-    /// exports (see [`super::reload`]); refused when the new one asks for another temporality
+    /// exports (see [`crate::wasm::reload`]); refused when the new one asks for another temporality
     /// (the reader aggregates with the first one's). Errors name the exporter, the file and
     /// the step; the running component stays.
     pub fn reload(&self, spec: &WasmExporterSpec) -> Result<Reloaded, LensError> {

@@ -23,6 +23,10 @@ use std::time::{Duration, Instant};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
+/// Default of `forward_stdio`: the guest's stdout/stderr lines go to the host's log (the
+/// Python package's keyword has the same default).
+pub const DEFAULT_FORWARD_STDIO: bool = true;
+
 /// Longest line of guest output forwarded to the log, bytes.
 pub const MAX_LOG_LINE: usize = 1000;
 /// Guest output forwarded per instance before the rest is dropped, bytes.

@@ -1,5 +1,5 @@
-//! [`Lanes`]: the instances of one component serving one signal, behind the signal's
-//! exporter (`span_exporter`, `metric_exporter`, `log_exporter`).
+//! Stage 5, lanes: [`Lanes`], the instances of one entry serving one signal, behind the
+//! signal's exporter or processor, started from the installation's inputs (`start`).
 //!
 //! Each lane holds one instance (the `instance` module) and its fault history (the `backoff`
 //! module). An export takes a free lane that is not backing off; after a fault (trap, deadline,
@@ -7,6 +7,11 @@
 //! factory. Repeated faults back off, counting items as dropped rather than queueing them. A
 //! batch the guest calls `retryable` is sent again on the same lane on the schedule of the
 //! `retry` module, within the export deadline.
+//!
+//! May call: the sandbox stage (and through it the earlier ones); never reload or the roles.
+
+pub(crate) mod backoff;
+pub(crate) mod start;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
@@ -15,13 +20,15 @@ use std::time::{Duration, Instant};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
-use super::backoff::Backoff;
-use super::instance::{Fault, InstanceFactory, Job, Outcome, Payload, StartError, Worker};
-use super::interface::Preferences;
 use crate::batch::retry::RetrySchedule;
 use crate::bindings::edit_types::ItemEdit;
 use crate::encoding::encoding_name;
 use crate::error::FaultKind;
+use crate::wasm::lanes::backoff::Backoff;
+use crate::wasm::sandbox::instance::{
+    Fault, InstanceFactory, Job, Outcome, Payload, StartError, Worker,
+};
+use crate::wasm::sandbox::interface::Preferences;
 
 /// One instance slot of the exporter.
 struct Lane {

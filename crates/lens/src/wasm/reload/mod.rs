@@ -9,6 +9,9 @@
 //! The replaced instances then end the batch they hold and get `force-flush` and `shutdown`,
 //! each within its call deadline. A step that fails leaves the running instances as they were.
 //!
+//! Stage 6 (the roles, [`super::exporters`] and [`super::processors`], hold their lanes
+//! through a `Reloadable`). May call: the lanes and the stages before them.
+//!
 //! Both sets of instances count into the exporter's one `ExporterStats`: counts carry across
 //! a reload, which adds to `reloads` and sets the running component's SHA-256.
 
@@ -18,18 +21,20 @@ use std::time::Duration;
 
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
-use super::cache::{self, ArtifactCache};
-use super::exporter::Lanes;
-use super::instance::Payload;
-use super::interface::{Preferences, Role, Signal};
-use super::load::{self, LoadChecks};
-use super::{GuestOutputCopy, HostInputs, start_lanes, start_role_lanes};
+use opentelemetry_sdk::Resource;
+
 use crate::batch::ExporterStats;
 use crate::bindings::edit_types::ItemEdit;
-use crate::config::env::EnvSource;
+use crate::config::env::{EnvSource, ProcessEnv};
 use crate::config::{BatchConfig, WasmCacheConfig, WasmExporterSpec};
 use crate::error::{LensError, ReloadStep, WasmSetupError};
-use opentelemetry_sdk::Resource;
+use crate::wasm::artefact::cache::{self, ArtifactCache};
+use crate::wasm::lanes::Lanes;
+use crate::wasm::lanes::start::{HostInputs, start_lanes, start_role_lanes};
+use crate::wasm::sandbox::guest_output::GuestOutputCopy;
+use crate::wasm::sandbox::instance::Payload;
+use crate::wasm::sandbox::interface::{Preferences, Role, Signal};
+use crate::wasm::sandbox::link::{self as load, LoadChecks, setup_error};
 
 /// What a reload of one wasm exporter did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -422,4 +427,56 @@ pub(crate) fn reloadable(
 ) -> Result<Reloadable, WasmSetupError> {
     let lanes = start_lanes(name, spec, signal, batch, inputs, stats.clone())?;
     Ok(Reloadable::new(lanes, spec, signal, *batch, inputs, stats))
+}
+
+/// What a `.wasm` exporter built outside a telemetry installation (tests, benchmarks, tools)
+/// starts from: the process environment for `from_host` grants, the cache and the batch
+/// defaults of the signal (with the entry's own `batch` overrides), rank 0. Errors name the
+/// exporter and the file.
+pub(crate) fn reloadable_from_config(
+    name: &str,
+    spec: &WasmExporterSpec,
+    signal: Signal,
+    resource: &Resource,
+    output: GuestOutputCopy,
+) -> Result<(Reloadable, Arc<ExporterStats>), LensError> {
+    let config = crate::LensConfig::from_env()?;
+    let inputs = HostInputs::standalone(resource, &config.wasm_cache, output);
+    let stats = Arc::new(ExporterStats::new(name));
+    let batch = checked_batch(name, spec, signal, &config)?;
+    let exporter = reloadable(name, spec, signal, &batch, &inputs, stats.clone())
+        .map_err(|source| setup_error(name, spec, source))?;
+    Ok((exporter, stats))
+}
+
+/// The effective batch settings of an entry built in code, after the checks a config file
+/// gets.
+fn checked_batch(
+    name: &str,
+    spec: &WasmExporterSpec,
+    signal: Signal,
+    config: &crate::LensConfig,
+) -> Result<BatchConfig, LensError> {
+    let defaults = *config.batch_for(signal);
+    crate::config::ExporterSpec::Wasm(spec.clone())
+        .validate(&defaults)
+        .map_err(|message| LensError::Config {
+            source_name: format!("wasm exporter `{name}`"),
+            message,
+            source: None,
+        })?;
+    Ok(defaults.with_overrides(&spec.batch))
+}
+
+/// Reloads a `.wasm` exporter built outside a telemetry installation with the entry `spec`:
+/// checked as at setup, its grants from the process environment, compiled through the cache
+/// of the environment's configuration.
+pub(crate) fn reload_from_config(
+    exporter: &Arc<Reloadable>,
+    spec: &WasmExporterSpec,
+    signal: Signal,
+) -> Result<Reloaded, LensError> {
+    let config = crate::LensConfig::from_env()?;
+    checked_batch(exporter.name(), spec, signal, &config)?;
+    exporter.reload(spec, &ProcessEnv, &config.wasm_cache)
 }

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::files::{sidecar, write_atomically};
-use crate::wasm::compiler::{CompileBounds, CompileError};
+use crate::error::CompileError;
+use crate::wasm::artefact::compiler::CompileBounds;
 
 /// How long a refusal stands for other ranks.
 pub const REFUSAL_TTL: Duration = Duration::from_secs(600);

@@ -7,6 +7,11 @@
 //! a deadline, an error returned, an answer refused, lanes backing off after faults, the
 //! processor disabled at setup — sends the batch on unprocessed (`on_fault = "pass"`) or drops
 //! it (`"drop"`), and counts it.
+//!
+//! A role (stage 7): [`edit`] (spans), [`metric_edit`] (metrics, on the OTLP request or the
+//! console's JSON) and `log_edit` (log records) check and apply the answers. May call: the
+//! reload, lanes and sandbox stages; never [`super::exporters`] (nor does an exporter call a
+//! processor: the pipeline puts one before the other).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,18 +21,15 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::logs::LogBatch;
 use opentelemetry_sdk::trace::SpanData;
 
+pub mod edit;
+pub(crate) mod log_edit;
+pub mod metric_edit;
 mod metrics;
 
 pub(crate) use metrics::MetricsOutcome;
 pub use metrics::run_metric_processors;
 pub(crate) use metrics::run_metric_processors_answers;
 
-use super::edit::{self, EditError};
-use super::instance::Payload;
-use super::interface::{Role, Signal};
-use super::log_edit::{self, LogItem};
-use super::reload::Reloadable;
-use super::{GuestOutputCopy, HostInputs, setup_error, start_role_lanes};
 use crate::batch::{ExporterStats, Processed, ProcessorCounts};
 use crate::bindings::edit_types::{Action, ItemEdit};
 use crate::config::{
@@ -36,6 +38,14 @@ use crate::config::{
 use crate::encoding::logs::encode_logs;
 use crate::error::{LensError, WasmSetupError};
 use crate::trace::ExportStage;
+use crate::wasm::lanes::start::{HostInputs, start_role_lanes};
+use crate::wasm::reload::Reloadable;
+use crate::wasm::sandbox::guest_output::GuestOutputCopy;
+use crate::wasm::sandbox::instance::Payload;
+use crate::wasm::sandbox::interface::{Role, Signal};
+use crate::wasm::sandbox::link::setup_error;
+use edit::EditError;
+use log_edit::LogItem;
 
 /// A processor running a sandboxed WebAssembly component, shared by the exporters it
 /// applies to: as many instances as batches may go through it at once (each exporter's batches

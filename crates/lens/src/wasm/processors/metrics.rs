@@ -12,8 +12,8 @@ use crate::batch::{Processed, ProcessorCounts};
 use crate::bindings::edit_types::{Action, ItemEdit};
 use crate::bindings::types::Encoding;
 use crate::encoding::metrics_otlp::{encode_otlp_metrics, otlp_data_points, typed_positions};
-use crate::wasm::instance::Payload;
-use crate::wasm::metric_edit;
+use crate::wasm::processors::metric_edit;
+use crate::wasm::sandbox::instance::Payload;
 
 /// What a metric processor did to one collection.
 #[derive(Debug, Clone)]

@@ -11,11 +11,11 @@
 use wasmtime::Store;
 use wasmtime::component::{Func, Instance, Lower};
 
-use super::sandbox::HostState;
 use crate::bindings::edit_types::ItemEdit;
 use crate::bindings::log_types::LogBatch;
 use crate::bindings::metric_types::{MetricBatch, MetricPreferences, Temporality};
 use crate::bindings::types::{Batch, Encoding, ExportError, Resource};
+use crate::wasm::sandbox::HostState;
 
 pub use crate::signal::{LEGACY_WIT_VERSION, OLDER_WIT_VERSIONS, Role, Signal, WIT_VERSION};
 

@@ -21,10 +21,6 @@ use opentelemetry_sdk::trace::SpanData;
 use wasmtime::component::InstancePre;
 use wasmtime::{Engine, Store};
 
-use super::engine::{EPOCH_TICK, ticks};
-use super::guest_output::shown;
-use super::interface::{GuestFuncs, GuestInterface, Preferences};
-use super::sandbox::{Grants, HostState, MemoryLimitExceeded};
 use crate::batch::ExporterStats;
 use crate::bindings::edit_types::ItemEdit;
 use crate::bindings::log_types::LogBatch;
@@ -33,6 +29,14 @@ use crate::bindings::types::{Batch, ExportError};
 use crate::encoding::typed::owned::resource as wit_resource;
 use crate::encoding::{BatchEncoder, EncodedBatch};
 use crate::error::FaultKind;
+use crate::wasm::artefact::engine::{EPOCH_TICK, ticks};
+use crate::wasm::sandbox::guest_output::shown;
+use crate::wasm::sandbox::interface::{GuestFuncs, GuestInterface, Preferences};
+use crate::wasm::sandbox::{Grants, HostState, MemoryLimitExceeded};
+
+/// Default of `init_timeout_ms`: how long an instance's instantiation, then its `init`, may
+/// each take.
+pub const DEFAULT_INIT_TIMEOUT_MS: u64 = 5000;
 
 /// Longest guest error message or fault detail kept (the rest is cut, with a note), before
 /// its control characters are escaped.

@@ -1,18 +1,19 @@
 //! Compiling a configuration's components into the cache before the ranks start.
 //!
 //! Ranks of a node starting with a cold cache would each wait for the first to compile (one
-//! compile per component, under the entry's lock, [`super::cache`]); a launcher that warms the
+//! compile per component, under the entry's lock, [`crate::wasm::artefact::cache`]); a launcher that warms the
 //! cache first (`lens compile`, `lens demo`) makes every rank's load a cached one, and reports
 //! a bad file once, before any rank starts.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{LoadChecks, cache, engine, load};
 use crate::LensConfig;
 use crate::config::env::EnvSource;
 use crate::config::{ExporterSpec, SignalConfig, WasmExporterSpec};
 use crate::error::{LensError, WasmSetupError};
+use crate::wasm::artefact::{cache, engine};
+use crate::wasm::sandbox::link::{LoadChecks, load};
 
 /// What warming did for one component (one file, one engine), used by the named exporters.
 #[derive(Debug)]
@@ -51,7 +52,8 @@ pub fn warm_cache(config: &LensConfig, env: &dyn EnvSource) -> Result<Vec<Warmed
         }
         let started = Instant::now();
         let hits = shared.stats().hits;
-        let setup_error = |source: WasmSetupError| crate::wasm::setup_error(&name, spec, source);
+        let setup_error =
+            |source: WasmSetupError| crate::wasm::sandbox::link::setup_error(&name, spec, source);
         let outcome = engine::engine(fuel)
             .map_err(setup_error)
             .and_then(|engine| {

@@ -6,7 +6,7 @@
 //! counts what compilation would build and refuses a file beyond [`StructureLimits`] before a
 //! byte of it is translated. The limits are far above what any toolchain emits (the Python
 //! guest, the largest example, and its counts are in the limits table of
-//! `docs/writing-an-exporter.md`); compilation itself is bounded by [`super::compiler`].
+//! `docs/writing-an-exporter.md`); compilation itself is bounded by [`crate::wasm::artefact::compiler`].
 
 use wasmparser::{Parser, Payload};
 

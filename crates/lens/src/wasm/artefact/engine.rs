@@ -1,5 +1,5 @@
 //! One wasmtime `Engine` per process (two when some exporter asks for fuel) and an epoch
-//! ticker for call deadlines. Compiled components are cached by [`super::cache`].
+//! ticker for call deadlines. Compiled components are cached by [`crate::wasm::artefact::cache`].
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -62,12 +62,12 @@ pub fn uses_fuel(engine: &Engine) -> bool {
 }
 
 /// An engine with the exporters' settings and no epoch ticker: what a compile worker
-/// ([`super::compiler`]) compiles with, so that its artefacts load in the ranks' engines;
+/// ([`crate::wasm::artefact::compiler`]) compiles with, so that its artefacts load in the ranks' engines;
 /// with `functions`, Cranelift reuses the functions compiled before (the code is the same as
 /// compiled afresh: only the work is saved).
 pub fn compile_only_engine(
     fuel: bool,
-    functions: Option<super::cache::functions::FunctionCache>,
+    functions: Option<crate::wasm::artefact::cache::functions::FunctionCache>,
 ) -> Result<Engine, String> {
     let mut config = config(fuel);
     if let Some(store) = functions {

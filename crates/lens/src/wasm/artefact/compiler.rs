@@ -2,7 +2,7 @@
 //! names one, else in this process.
 //!
 //! Compilation runs the host's own code on the guest's bytes, outside every sandbox limit, and
-//! wasmtime cannot interrupt it. [`super::structure`] refuses the shapes known to blow up; what
+//! wasmtime cannot interrupt it. [`crate::wasm::checks::structure`] refuses the shapes known to blow up; what
 //! is left is bounded here: when a worker command is registered ([`enable_worker_process`] in a
 //! program's `main`, as the `lens` command line does; [`use_worker`] for another command, as
 //! the Python package does with its interpreter), each compile runs in
@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+pub use crate::error::CompileError;
 use crate::error::LoadError;
 
 /// Default of `compile_memory_mib`: the heap a compile may use (the Python example guest
@@ -49,30 +50,6 @@ impl Default for CompileBounds {
     }
 }
 
-/// Why a compile failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CompileError {
-    /// wasmtime refused the component (validation or compilation).
-    #[error("{0}")]
-    Refused(String),
-    /// The worker ran out of its memory bound.
-    #[error("compiling it needed more than {memory_mib} MiB (`compile_memory_mib`): refused")]
-    OutOfMemory {
-        /// The bound.
-        memory_mib: u64,
-    },
-    /// The worker ran past its time bound and was killed.
-    #[error("compiling it took longer than {timeout:?} (`compile_timeout_ms`): refused")]
-    TimedOut {
-        /// The bound.
-        timeout: Duration,
-    },
-    /// The worker could not be run, or died for another reason.
-    #[error("the compile worker failed: {0}")]
-    Worker(String),
-}
-
 /// The command compiling in a child: a program and its arguments (the worker then reads the
 /// request on its stdin, see [`serve_worker`]).
 static WORKER: OnceLock<(PathBuf, Vec<OsString>)> = OnceLock::new();
@@ -96,7 +73,7 @@ pub const WORKER_ARG: &str = "--lens-compile-worker";
 ///
 /// ```no_run
 /// // First in `main`, before the rank sets up telemetry:
-/// lens::wasm::compiler::enable_worker_process();
+/// lens::wasm::enable_worker_process();
 /// ```
 pub fn enable_worker_process() {
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(WORKER_ARG)) {
@@ -113,7 +90,7 @@ fn request_header(fuel: bool) -> String {
 }
 
 /// The variable naming, for a worker, the directory of compiled functions it reuses and adds
-/// to (the cache's `functions/`, [`super::cache::functions`]).
+/// to (the cache's `functions/`, [`crate::wasm::artefact::cache::functions`]).
 const FUNCTIONS_VAR: &str = "LENS_COMPILE_FUNCTIONS_DIR";
 
 /// Compiles `wasm` for `engine` into an artefact for `Component::deserialize`: in the worker
@@ -139,7 +116,7 @@ pub fn precompile_reusing(
             .precompile_component(wasm)
             .map_err(|e| CompileError::Refused(format!("{e:#}")));
     };
-    let fuel = super::engine::uses_fuel(engine);
+    let fuel = crate::wasm::artefact::engine::uses_fuel(engine);
     let mut child = match spawn(program, args, bounds, functions) {
         Ok(child) => child,
         // No process to spare (a process limit, the program gone): the compile happens here,
@@ -324,8 +301,8 @@ pub fn serve_worker() -> u8 {
     };
     let functions = std::env::var_os(FUNCTIONS_VAR)
         .map(PathBuf::from)
-        .and_then(super::cache::functions::FunctionCache::open);
-    let engine = match super::engine::compile_only_engine(fuel, functions) {
+        .and_then(crate::wasm::artefact::cache::functions::FunctionCache::open);
+    let engine = match crate::wasm::artefact::engine::compile_only_engine(fuel, functions) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("{e}");

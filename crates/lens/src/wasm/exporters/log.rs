@@ -1,39 +1,42 @@
-//! [`WasmSpanExporter`]: a component's `span-exporter` behind the batch span processor.
+//! [`WasmLogExporter`]: a component's `log-exporter` behind the batch log processor.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+use opentelemetry_sdk::logs::{LogBatch, LogExporter};
 
-use super::instance::Payload;
-use super::interface::Signal;
-use super::reload::{Reloadable, Reloaded, reloadable};
-use super::{GuestOutputCopy, HostInputs, reload_from_config, reloadable_from_config};
 use crate::batch::ExporterStats;
 use crate::config::{BatchConfig, WasmExporterSpec};
+use crate::encoding::logs::encode_logs;
 use crate::error::{LensError, WasmSetupError};
+use crate::wasm::lanes::start::HostInputs;
+use crate::wasm::reload::{
+    Reloadable, Reloaded, reload_from_config, reloadable, reloadable_from_config,
+};
+use crate::wasm::sandbox::guest_output::GuestOutputCopy;
+use crate::wasm::sandbox::instance::Payload;
+use crate::wasm::sandbox::interface::Signal;
 
-/// A span exporter running a sandboxed WebAssembly component (`lens:exporter/span-exporter`,
-/// 0.4.0, 0.3.0 or 0.2.0): one instance per lane, as many lanes as the batch processor's
-/// `max_concurrent_exports`. Spans are encoded on the instance's worker, in the encoding the
-/// guest asked for.
-pub struct WasmSpanExporter {
+/// A log exporter running a sandboxed WebAssembly component
+/// (`lens:exporter/log-exporter@0.4.0`): as many instances as the batch log processor's
+/// `max_concurrent_exports`. Records are encoded on the processor's thread, in the encoding
+/// the guest asked for.
+pub struct WasmLogExporter {
     inner: Arc<Reloadable>,
 }
 
-impl std::fmt::Debug for WasmSpanExporter {
+impl std::fmt::Debug for WasmLogExporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WasmSpanExporter")
+        f.debug_struct("WasmLogExporter")
             .field("name", &self.inner.name())
             .finish()
     }
 }
 
-impl WasmSpanExporter {
-    /// Loads, links and starts the exporter of a config entry: as many instances as
-    /// `batch.max_concurrent_exports`, each initialised before this returns.
+impl WasmLogExporter {
+    /// Loads, links and starts the exporter of a `[[logs.exporters]]` entry.
     pub fn build(
         name: &str,
         spec: &WasmExporterSpec,
@@ -41,15 +44,14 @@ impl WasmSpanExporter {
         inputs: &HostInputs<'_>,
         stats: Arc<ExporterStats>,
     ) -> Result<Self, WasmSetupError> {
-        let inner = reloadable(name, spec, Signal::Traces, batch, inputs, stats)?;
+        let inner = reloadable(name, spec, Signal::Logs, batch, inputs, stats)?;
         Ok(Self {
             inner: Arc::new(inner),
         })
     }
 
-    /// Loads a `.wasm` span exporter outside a telemetry installation (tests, benchmarks,
-    /// tools): the process environment for `from_host` grants, the cache and the batch defaults
-    /// (with the entry's own `batch` overrides), rank 0. Errors name the exporter and the file.
+    /// Loads a `.wasm` log exporter outside a telemetry installation, as
+    /// [`WasmSpanExporter::from_config`](super::WasmSpanExporter::from_config) does.
     pub fn from_config(
         name: &str,
         spec: &WasmExporterSpec,
@@ -65,16 +67,16 @@ impl WasmSpanExporter {
         resource: &Resource,
         output: GuestOutputCopy,
     ) -> Result<(Self, Arc<ExporterStats>), LensError> {
-        let (inner, stats) = reloadable_from_config(name, spec, Signal::Traces, resource, output)?;
+        let (inner, stats) = reloadable_from_config(name, spec, Signal::Logs, resource, output)?;
         let inner = Arc::new(inner);
         Ok((Self { inner }, stats))
     }
 
     /// Replaces the running component with the entry `spec`'s, built beside it while it
-    /// exports (see [`super::reload`]): a batch is exported whole by one of the two. Errors
+    /// exports (see [`crate::wasm::reload`]): a batch is exported whole by one of the two. Errors
     /// name the exporter, the file and the step; the running component stays.
     pub fn reload(&self, spec: &WasmExporterSpec) -> Result<Reloaded, LensError> {
-        reload_from_config(&self.inner, spec, Signal::Traces)
+        reload_from_config(&self.inner, spec, Signal::Logs)
     }
 
     /// Whether the exporter runs the entry `spec` as it is: the same settings, and a file
@@ -88,27 +90,29 @@ impl WasmSpanExporter {
         self.inner.clone()
     }
 
-    /// Calls every instance's `force-flush`, giving up after `timeout` (an export in progress,
-    /// retries included, holds its instance until it ends).
-    pub fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.force_flush(Some(timeout))
-    }
-
-    /// The batch encoding the guest asked for (`typed`, `otlp-protobuf` or `otlp-json`), once
-    /// started.
+    /// The encoding the guest asked for, once started.
     pub fn encoding(&self) -> Option<&'static str> {
         self.inner.encoding()
     }
-}
 
-impl SpanExporter for WasmSpanExporter {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        self.inner
-            .export(batch.len() as u64, |_, _| Payload::Spans(batch))
+    /// Calls every instance's `force-flush` (the SDK's `LogExporter` has none; the batch log
+    /// processor calls this after draining its queue).
+    pub fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush(None)
     }
 
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush(None)
+    /// Calls every instance's `force-flush` within `timeout`.
+    pub fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.force_flush(Some(timeout))
+    }
+}
+
+impl LogExporter for WasmLogExporter {
+    async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
+        self.inner
+            .export(batch.iter().count() as u64, |preferences, resource| {
+                Payload::Logs(encode_logs(&batch, resource, preferences.encoding))
+            })
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
