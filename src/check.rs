@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use lens::check::{CheckOptions, check_with};
-use lens::config::{EnvGrant, WasmExporterSpec, WasmPreopen};
+use lens::config::{CredentialSpec, EnvGrant, WasmExporterSpec, WasmPreopen};
 
 use super::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
 
@@ -25,6 +25,12 @@ pub struct CheckArgs {
     /// A host the guest may call over wasi:http (repeatable), `host` or `host:port`.
     #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
     allowed_hosts: Vec<String>,
+    /// A host-held credential (repeatable): `HEADER@HOST=env:VAR` or `HEADER@HOST=file:PATH`,
+    /// e.g. `--credential x-acme-key@ingest.acme.com:443=env:ACME_KEY`; the host adds the header
+    /// to the guest's requests to HOST (`http://127.0.0.1:8080` for a local test server), the
+    /// guest never sees it. HOST must be allowed (`--allow-host`).
+    #[arg(long = "credential", value_name = "HEADER@HOST=env:VAR|file:PATH")]
+    credentials: Vec<String>,
     /// Deadline of one guest call, milliseconds.
     #[arg(long, default_value_t = 5000)]
     call_timeout_ms: u64,
@@ -71,6 +77,25 @@ fn pair(s: &str, what: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("{what} `{s}` is not KEY=VALUE"))
 }
 
+/// A `--credential HEADER@HOST=env:VAR|file:PATH`.
+fn credential(s: &str) -> Result<CredentialSpec, String> {
+    let bad = || format!("--credential `{s}` is not HEADER@HOST=env:VAR or HEADER@HOST=file:PATH");
+    let (target, source) = s.split_once('=').ok_or_else(bad)?;
+    let (header, host) = target.split_once('@').ok_or_else(bad)?;
+    let (from_env, from_file) = match source.split_once(':') {
+        Some(("env", var)) => (Some(var.to_string()), None),
+        Some(("file", path)) => (None, Some(PathBuf::from(path))),
+        _ => return Err(bad()),
+    };
+    Ok(CredentialSpec {
+        host: host.to_string(),
+        header: header.to_string(),
+        from_env,
+        from_file,
+        prefix: String::new(),
+    })
+}
+
 fn spec(args: &CheckArgs) -> Result<WasmExporterSpec, String> {
     let mut preopens = Vec::new();
     for p in &args.preopens {
@@ -105,6 +130,11 @@ fn spec(args: &CheckArgs) -> Result<WasmExporterSpec, String> {
             .collect::<Result<_, _>>()?,
         preopens,
         allowed_hosts: args.allowed_hosts.clone(),
+        credentials: args
+            .credentials
+            .iter()
+            .map(|c| credential(c))
+            .collect::<Result<_, _>>()?,
         call_timeout_ms: Some(args.call_timeout_ms),
         memory_limit_mib: Some(args.memory_limit_mib),
         // What the guest prints is shown under each case instead of in the log.
@@ -162,6 +192,12 @@ pub fn run(args: CheckArgs) -> ExitCode {
     println!("  capabilities  (what it imports; each needs a grant in the config to do anything)");
     for (group, imports) in &report.capabilities {
         println!("    {group:<12} {}", imports.join(", "));
+    }
+    if !spec.credentials.is_empty() {
+        println!("  credentials   (added by the host; the guest never holds them)");
+        for c in &spec.credentials {
+            println!("    {}", c.describe());
+        }
     }
     let mut total = 0;
     for signal in &report.signals {

@@ -99,6 +99,12 @@ pub struct Core<E, Q> {
 }
 
 impl<E: Guest, Q: Queue> Core<E, Q> {
+    /// The entry's credentials as shown (header, host, source; never a value).
+    pub fn credentials(&self) -> Vec<String> {
+        let spec = self.spec.lock().unwrap_or_else(|p| p.into_inner());
+        spec.credentials.iter().map(|c| c.describe()).collect()
+    }
+
     /// The core of `entry`'s `exporter` (of `signal`); `queue`, when given, makes the
     /// processor it hands off to. A shutdown without a timeout (the SDK's processors call
     /// `shutdown()` without one) gets the entry's `batch.shutdown_timeout_ms`. An entry from a
@@ -319,6 +325,12 @@ macro_rules! core_methods {
             #[getter]
             fn name(&self) -> &str {
                 &self.0.name
+            }
+
+            /// The entry's host-held credentials, by header and host (never a value).
+            #[getter]
+            fn credentials(&self) -> Vec<String> {
+                self.0.credentials()
             }
 
             #[getter]

@@ -462,6 +462,42 @@ pub enum GrantError {
         /// The host path.
         path: PathBuf,
     },
+    /// A credential's `from_env` variable is not set.
+    #[error("credential {credential} takes host variable `{from_env}`, which is not set")]
+    MissingCredentialVariable {
+        /// The credential, by header and host.
+        credential: String,
+        /// The host variable.
+        from_env: String,
+    },
+    /// A credential's `from_file` cannot be read.
+    #[error("credential {credential} cannot read {}", path.display())]
+    UnreadableCredentialFile {
+        /// The credential, by header and host.
+        credential: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A credential the entry cannot have (an entry built in code skips the config's checks;
+    /// these are the same).
+    #[error("credential {credential} is refused: {why}")]
+    RefusedCredential {
+        /// The credential, by header and host.
+        credential: String,
+        /// The config check it fails, naming the key.
+        why: String,
+    },
+    /// A credential's value cannot be sent as its header (what is wrong, never the value).
+    #[error("credential {credential}: its value {why}")]
+    InvalidCredential {
+        /// The credential, by header and host.
+        credential: String,
+        /// What is wrong with the value.
+        why: String,
+    },
 }
 
 /// Why a sandboxed instance was discarded: counted per kind in

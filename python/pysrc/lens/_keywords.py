@@ -17,6 +17,13 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
     - ``preopens``: ``[{"host": "/data/out", "guest": "/out", "read_only": False}]``;
     - ``env``: ``{"API_KEY": "value"}`` or ``{"API_KEY": {"from_host": "API_KEY"}}``;
     - ``allowed_hosts``: ``["ingest.example.com:443"]`` for outgoing HTTP;
+    - ``credentials``: headers the host adds to the guest's requests to one host, the guest
+      never holding them: ``[{"host": "ingest.example.com:443", "header": "x-api-key",
+      "from_env": "VENDOR_KEY"}]`` (or ``"from_file": "/run/secrets/vendor"``, and
+      ``"prefix": "Bearer "``); each host must be in ``allowed_hosts``;
+    - ``allow_private_addresses``: whether HTTP may reach private and link-local addresses
+      (default ``False``; loopback always may); ``max_response_mib``: the largest response
+      body the guest reads (default 4);
     - ``sha256``: the file's expected digest (hex);
     - ``memory_limit_mib``, ``call_timeout_ms``, ``fuel_per_call``: the sandbox's bounds;
     - ``init_timeout_ms``: the deadline of the guest's ``init`` (default 5000);
@@ -45,6 +52,9 @@ def spec_json(
     preopens: Sequence[Mapping[str, Any]] | None = None,
     env: Mapping[str, Any] | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    credentials: Sequence[Mapping[str, Any]] | None = None,
+    allow_private_addresses: bool | None = None,
+    max_response_mib: int | None = None,
     sha256: str | None = None,
     memory_limit_mib: int | None = None,
     call_timeout_ms: int | None = None,
@@ -68,6 +78,12 @@ def spec_json(
         ("preopens", list(preopens) if preopens is not None else None),
         ("env", dict(env) if env is not None else None),
         ("allowed_hosts", list(allowed_hosts) if allowed_hosts is not None else None),
+        ("credentials", _credentials(credentials)),
+        (
+            "allow_private_addresses",
+            None if allow_private_addresses is None else bool(allow_private_addresses),
+        ),
+        ("max_response_mib", max_response_mib),
         ("sha256", sha256),
         ("memory_limit_mib", memory_limit_mib),
         ("call_timeout_ms", call_timeout_ms),
@@ -105,6 +121,20 @@ def processor_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
     out = {"kind": "wasm", **entry, "path": str(entry["path"])}
     if "settings" in out:
         out["settings"] = _strings(out["settings"], "processors' settings")
+    return out
+
+
+def _credentials(values: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+    if values is None:
+        return None
+    out = []
+    for c in values:
+        if not isinstance(c, Mapping):
+            raise TypeError(f"credentials: each is a dict with `host` and `header` (got {c!r})")
+        entry = dict(c)
+        if "from_file" in entry:
+            entry["from_file"] = str(entry["from_file"])
+        out.append(entry)
     return out
 
 
@@ -193,8 +223,16 @@ class Sandboxed:
         counters."""
         return json.loads(self._core.stats_json())
 
+    @property
+    def credentials(self) -> list[str]:
+        """The host-held credentials, each by header, host and where its value comes from
+        (never the value)."""
+        return list(self._core.credentials)
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(name={self.name!r})"
+        credentials = self.credentials
+        shown = f", credentials={credentials!r}" if credentials else ""
+        return f"{type(self).__name__}(name={self.name!r}{shown})"
 
 
 class Processing:

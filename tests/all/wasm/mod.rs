@@ -3,6 +3,7 @@
 mod cache;
 mod compat;
 mod compile;
+mod credentials;
 mod faults;
 mod limits;
 mod load;

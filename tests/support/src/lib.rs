@@ -2,6 +2,7 @@
 //! what it needs without dead-code allowances):
 //!
 //! - [`collector`]: a real OTLP collector (rotel) on loopback;
+//! - [`http`]: a vendor's ingest server on loopback, recording what it receives;
 //! - [`hostile`]: hostile inputs made at test time, and commands measured as they run;
 //! - [`log`]: a logger capturing every record;
 //! - [`pipeline`]: installing Lens without touching the process's environment or globals, and
@@ -11,6 +12,7 @@
 
 pub mod collector;
 pub mod hostile;
+pub mod http;
 pub mod log;
 pub mod pipeline;
 pub mod wasm;

@@ -219,7 +219,7 @@ fn yes() -> bool {
 /// path = "exporters/vendor.wasm"
 /// sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 /// allowed_hosts = ["ingest.example.com:443"]
-/// env = { VENDOR_API_KEY = { from_host = "VENDOR_API_KEY" } }
+/// credentials = [{ host = "ingest.example.com:443", header = "x-api-key", from_env = "VENDOR_API_KEY" }]
 /// settings = { dataset = "pretraining" }
 /// memory_limit_mib = 128
 /// call_timeout_ms = 2000
@@ -235,6 +235,17 @@ pub struct WasmExporterSpec {
     pub sha256: Option<String>,
     /// `host:port` (or `host`, any port) the guest may call over `wasi:http`. Empty: none.
     pub allowed_hosts: Vec<String>,
+    /// Headers the host adds to the guest's requests to one host, their values read by the
+    /// host (the guest never holds them). Empty: none. Example:
+    /// `credentials = [{ host = "ingest.example.com:443", header = "x-api-key", from_env = "VENDOR_API_KEY" }]`.
+    pub credentials: Vec<super::CredentialSpec>,
+    /// Whether the guest's HTTP requests may reach private, link-local (cloud metadata among
+    /// them) and other special addresses that an allowed host resolves to. Loopback is always
+    /// reachable. Default `false`. Example: `allow_private_addresses = true`.
+    pub allow_private_addresses: Option<bool>,
+    /// Largest HTTP response body the guest may read, MiB; past it, reading the body fails.
+    /// Default 4. Example: `max_response_mib = 16`.
+    pub max_response_mib: Option<u64>,
     /// Environment variables the guest sees. Empty: none.
     pub env: BTreeMap<String, EnvGrant>,
     /// Directories the guest may open. Empty: none.
@@ -346,6 +357,11 @@ impl WasmExporterSpec {
                 p.host = base.join(&p.host);
             }
         }
+        for c in &mut self.credentials {
+            if let Some(file) = c.from_file.as_mut().filter(|f| f.is_relative()) {
+                *file = base.join(&*file);
+            }
+        }
     }
 }
 
@@ -420,9 +436,23 @@ impl ExporterSpec {
                 ("compile_memory_mib", w.compile_memory_mib),
                 ("compile_timeout_ms", w.compile_timeout_ms),
                 ("max_write_mib", w.max_write_mib),
+                ("max_response_mib", w.max_response_mib),
             ] {
                 if value == Some(0) {
                     return Err(format!("`{key}` must be positive"));
+                }
+            }
+            for (i, c) in w.credentials.iter().enumerate() {
+                c.validate(i, &w.allowed_hosts)?;
+                let target = c.target()?;
+                if let Some(j) = w.credentials[..i].iter().position(|d| {
+                    d.header.eq_ignore_ascii_case(&c.header) && d.target().as_ref() == Ok(&target)
+                }) {
+                    return Err(format!(
+                        "`credentials[{i}]` sets header `{}` for {target} as `credentials[{j}]` \
+                         does: one value per header and host",
+                        c.header
+                    ));
                 }
             }
         }

@@ -4,6 +4,7 @@
 //! Every struct is strict (`deny_unknown_fields`): a misspelt key is an error naming the key and the
 //! file, never silently ignored. Environment overrides live in [`mod@env`].
 
+pub mod credentials;
 pub mod env;
 mod exporters;
 mod processors;
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use credentials::CredentialSpec;
 pub use exporters::{
     BatchOverrides, ConsoleExporterSpec, EnvGrant, ExporterSpec, NoneExporterSpec,
     OtlpExporterSpec, OtlpProtocol, SetupFailurePolicy, WasmExporterSpec, WasmPreopen,

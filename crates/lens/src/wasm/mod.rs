@@ -52,6 +52,7 @@ pub use lanes::backoff::{FIRST_BACKOFF, HEALTHY_PERIOD, MAX_BACKOFF};
 pub use lanes::start::HostInputs;
 pub use processors::WasmProcessor;
 pub use reload::Reloaded;
+pub use sandbox::egress::DEFAULT_MAX_RESPONSE_MIB;
 pub use sandbox::guest_output::{
     DEFAULT_FORWARD_STDIO, GuestOutputBuffer, GuestOutputCopy, GuestOutputFiles, GuestOutputSink,
 };
@@ -77,6 +78,8 @@ pub fn with_defaults(spec: &WasmExporterSpec, batch: &BatchConfig) -> WasmExport
     s.init_timeout_ms.get_or_insert(DEFAULT_INIT_TIMEOUT_MS);
     s.forward_stdio.get_or_insert(DEFAULT_FORWARD_STDIO);
     s.max_file_mib.get_or_insert(DEFAULT_MAX_FILE_MIB);
+    s.allow_private_addresses.get_or_insert(false);
+    s.max_response_mib.get_or_insert(DEFAULT_MAX_RESPONSE_MIB);
     s.compile_memory_mib
         .get_or_insert(artefact::compiler::DEFAULT_COMPILE_MEMORY_MIB);
     s.compile_timeout_ms

@@ -13,7 +13,9 @@ use crate::config::env::{EnvSource, ProcessEnv};
 use crate::config::{BatchConfig, WasmCacheConfig, WasmExporterSpec};
 use crate::error::{GrantError, LoadError, WasmSetupError};
 use crate::wasm::artefact::{cache, engine};
+use crate::wasm::sandbox::egress::{DEFAULT_MAX_RESPONSE_MIB, Egress};
 use crate::wasm::sandbox::guest_output::{DEFAULT_FORWARD_STDIO, GuestOutputCopy};
+use crate::wasm::sandbox::http::resolve_credentials;
 use crate::wasm::sandbox::instance::{DEFAULT_INIT_TIMEOUT_MS, InstanceFactory, StartError};
 use crate::wasm::sandbox::interface::{Role, Signal};
 use crate::wasm::sandbox::limits::DEFAULT_MEMORY_LIMIT_MIB;
@@ -179,6 +181,14 @@ fn grants(
         env,
         preopens,
         allowed_hosts: spec.allowed_hosts.clone(),
+        credentials: resolve_credentials(&spec.credentials, &spec.allowed_hosts, inputs.env)?,
+        egress: Egress {
+            allow_private: spec.allow_private_addresses.unwrap_or(false),
+            max_response_bytes: spec
+                .max_response_mib
+                .unwrap_or(DEFAULT_MAX_RESPONSE_MIB)
+                .saturating_mul(1 << 20),
+        },
         forward_stdio: spec.forward_stdio.unwrap_or(DEFAULT_FORWARD_STDIO),
         output_copy: inputs.output.sink().map(|sink| (Arc::from(name), sink)),
         memory_limit: (memory_mib as usize).saturating_mul(1 << 20),

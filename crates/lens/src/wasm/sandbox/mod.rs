@@ -6,7 +6,9 @@
 //!   within the exporter's `max_write_mib` (`quota`);
 //! - environment: only the `env` entries (explicit values, or named host variables);
 //! - network: no sockets at all; outbound HTTP through `wasi:http` to `allowed_hosts` only
-//!   (anything else gets `HttpRequestDenied` and is logged: `http`);
+//!   (anything else gets `HttpRequestDenied` and is logged: `http`), over connections the
+//!   host makes to addresses it checked (`egress`), with the entry's `credentials` added by
+//!   the host to the requests they are for (the guest never holds them);
 //! - stdout/stderr: forwarded to the host log, prefixed, escaped and cut ([`guest_output`]),
 //!   and copied as written where the host asks (`lens demo`'s run folder, `lens check`'s
 //!   cases);
@@ -21,6 +23,7 @@
 //! May call: the earlier stages ([`super::source`], [`super::checks`], [`super::artefact`]);
 //! never the later ones (lanes, reload, the roles).
 
+pub(crate) mod egress;
 pub mod guest_output;
 pub(crate) mod http;
 pub(crate) mod instance;
@@ -42,9 +45,11 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 use crate::config::EnvGrant;
 use crate::config::env::EnvSource;
 use crate::error::GrantError;
+use egress::Egress;
 use guest_output::{
     GuestOutputSink, LogStream, MAX_LOG_BYTES_PER_INSTANCE, StderrTail, Stream, WarnBudget,
 };
+pub(crate) use http::HostCredential;
 use http::HttpPolicy;
 pub use limits::{
     MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES, MemoryLimitExceeded, MemoryLimiter,
@@ -61,6 +66,10 @@ pub(crate) struct Grants {
     pub preopens: Vec<(PathBuf, String, bool)>,
     /// `host` or `host:port` entries.
     pub allowed_hosts: Vec<String>,
+    /// Headers the host adds to the requests they are for.
+    pub credentials: Arc<[HostCredential]>,
+    /// What the host's connections may reach, and how much of a response the guest reads.
+    pub egress: Egress,
     /// Forward stdout/stderr to the log.
     pub forward_stdio: bool,
     /// Where a copy of stdout/stderr goes (whether forwarded or not), with the exporter's name.
@@ -162,7 +171,12 @@ impl HostState {
             wasi: b.build(),
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
-            hooks: HttpPolicy::new(grants.allowed_hosts.clone(), grants.log_prefix.clone()),
+            hooks: HttpPolicy::new(
+                grants.allowed_hosts.clone(),
+                grants.credentials.clone(),
+                grants.egress,
+                grants.log_prefix.clone(),
+            ),
             limiter: MemoryLimiter::new(grants.memory_limit),
             write_budget: grants.write_budget.clone(),
             stderr_tail,

@@ -102,6 +102,118 @@ fn fill_via_descriptor() -> String {
     format!("probe fill-direct: {written} bytes, no error")
 }
 
+/// Header fields as text (values as UTF-8, lossy), so that a value is searchable in a report.
+fn shown_fields(entries: &[(String, Vec<u8>)]) -> String {
+    let shown: Vec<String> = entries
+        .iter()
+        .map(|(k, v)| format!("{k}: {}", String::from_utf8_lossy(v)))
+        .collect();
+    format!("[{}]", shown.join(", "))
+}
+
+/// One request to `authority` over plain HTTP with `headers` set by the guest: what the guest
+/// can see of it (its headers as it holds them, just before handing it over; the response's
+/// status, headers and body).
+fn http_exchange(authority: &str, headers: &[(&str, &str)]) -> String {
+    use wasip2::http::outgoing_handler::handle;
+    use wasip2::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
+    let fields = Fields::new();
+    for (k, v) in headers {
+        let _ = fields.set(k, &[v.as_bytes().to_vec()]);
+    }
+    let request = OutgoingRequest::new(fields);
+    let _ = request.set_method(&Method::Post);
+    let _ = request.set_scheme(Some(&Scheme::Http));
+    let _ = request.set_authority(Some(authority));
+    let _ = request.set_path_with_query(Some("/ingest"));
+    let body = request.body().expect("body");
+    let seen = {
+        let view = request.headers();
+        shown_fields(&view.entries())
+    };
+    let mut report = format!("request headers seen by the guest: {seen}; ");
+    match handle(request, None) {
+        Err(code) => report += &format!("error: {code:?}"),
+        Ok(future) => {
+            {
+                let out = body.write().expect("stream");
+                let _ = out.blocking_write_and_flush(b"spans");
+            }
+            let _ = OutgoingBody::finish(body, None);
+            future.subscribe().block();
+            match future.get() {
+                Some(Ok(Ok(response))) => {
+                    report += &format!(
+                        "status {}; response headers {}; ",
+                        response.status(),
+                        shown_fields(&response.headers().entries())
+                    );
+                    if let Ok(incoming) = response.consume()
+                        && let Ok(stream) = incoming.stream()
+                    {
+                        use wasip2::io::streams::StreamError;
+                        let mut read = Vec::new();
+                        let end = loop {
+                            match stream.blocking_read(65536) {
+                                Ok(chunk) => read.extend(chunk),
+                                Err(StreamError::Closed) => break "closed".to_string(),
+                                Err(StreamError::LastOperationFailed(e)) => {
+                                    break format!("failed: {}", e.to_debug_string());
+                                }
+                            }
+                        };
+                        let shown = if read.len() > 200 {
+                            format!("{} bytes", read.len())
+                        } else {
+                            format!("{:?}", String::from_utf8_lossy(&read))
+                        };
+                        report += &format!("body {shown}, then {end}");
+                    }
+                }
+                Some(Ok(Err(code))) => report += &format!("error: {code:?}"),
+                other => report += &format!("{other:?}"),
+            }
+        }
+    }
+    report
+}
+
+/// Every way a guest has to learn a host-held credential, tried: its environment, its
+/// settings, the headers of its own request (with its own guess set under the credential's
+/// header), requests to the credential's host, to the same server by another name and to a
+/// second allowed host, and its whole linear memory afterwards. Everything found is written to
+/// `/out/found.txt` (and the memory to `/out/memory.bin`): a granted folder, the last way out.
+fn steal_credential() -> String {
+    let header = setting("header").unwrap_or_else(|| "x-acme-key".into());
+    let targets: Vec<String> = setting("targets")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .map(String::from)
+        .collect();
+    let mut found = String::new();
+    found += &format!("env: {:?}\n", std::env::vars().collect::<Vec<_>>());
+    found += &format!("settings: {:?}\n", ALL.lock().unwrap());
+    for target in &targets {
+        found += &format!(
+            "{target}: {}\n",
+            http_exchange(target, &[(&header, "guest-guess"), ("x-other", "1")])
+        );
+    }
+    if let Err(e) = std::fs::write("/out/found.txt", &found) {
+        return format!("probe steal: cannot write: {e}");
+    }
+    // The whole memory, as it is after the requests (from address 1: Rust has no slice at 0).
+    let size = core::arch::wasm32::memory_size(0) * 65536;
+    let memory: Vec<u8> = (1..size)
+        .map(|at| unsafe { core::ptr::read_volatile(at as *const u8) })
+        .collect();
+    if let Err(e) = std::fs::write("/out/memory.bin", &memory) {
+        return format!("probe steal: cannot write memory: {e}");
+    }
+    format!("probe steal: done, {} bytes of memory", memory.len())
+}
+
 struct Hostile;
 
 impl Guest for Hostile {
@@ -255,6 +367,7 @@ fn export(batch: Batch) -> Result<(), String> {
                 std::net::TcpStream::connect("127.0.0.1:9").map(|_| ())
             )),
             "http" => Err(format!("probe {}", http_probe(&authority))),
+            "steal-credential" => Err(steal_credential()),
             other => Err(format!("unknown mode `{other}`")),
         }
     }
