@@ -262,3 +262,26 @@ fn a_redirect_is_not_followed_and_a_response_is_read_only_up_to_its_cap() {
         "read {read} bytes past a 1 MiB cap: {capped}"
     );
 }
+
+#[test]
+fn a_reload_reads_the_credential_again() {
+    let server = IngestServer::start(Answer::default());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("key");
+    std::fs::write(&file, "first-key").unwrap();
+    let authority = server.authority();
+    let mut s = spec(HOSTILE, &[("mode", "http"), ("authority", &authority)]);
+    s.allowed_hosts = vec![authority.clone()];
+    s.credentials = vec![credential(&format!("http://{authority}"), &file)];
+    let e = start("rotated", &s).unwrap();
+    export(&e, &["a"]).unwrap_err();
+    std::fs::write(&file, "second-key\n").unwrap();
+    e.reload(&s).unwrap();
+    export(&e, &["b"]).unwrap_err();
+    let keys: Vec<String> = server
+        .received()
+        .iter()
+        .map(|r| r.header("x-acme-key").unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(keys, ["first-key", "second-key"]);
+}
