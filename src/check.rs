@@ -37,6 +37,9 @@ pub struct CheckArgs {
     /// Linear memory cap, MiB.
     #[arg(long, default_value_t = lens::wasm::DEFAULT_MEMORY_LIMIT_MIB)]
     memory_limit_mib: u64,
+    /// The most the guest may hand the host in one call, MiB (at most the memory cap).
+    #[arg(long, default_value_t = lens::config::guest_memory::DEFAULT_MAX_ANSWER_MIB)]
+    max_answer_mib: u64,
     /// Skip timing a cold compile when the compilation cache already holds the component (a
     /// second compile, seconds for a Python guest): for an edit–check loop.
     #[arg(long)]
@@ -137,6 +140,7 @@ fn spec(args: &CheckArgs) -> Result<WasmExporterSpec, String> {
             .collect::<Result<_, _>>()?,
         call_timeout_ms: Some(args.call_timeout_ms),
         memory_limit_mib: Some(args.memory_limit_mib),
+        max_answer_mib: Some(args.max_answer_mib.min(args.memory_limit_mib)),
         // What the guest prints is shown under each case instead of in the log.
         forward_stdio: Some(false),
         ..Default::default()
@@ -193,6 +197,13 @@ pub fn run(args: CheckArgs) -> ExitCode {
     for (group, imports) in &report.capabilities {
         println!("    {group:<12} {}", imports.join(", "));
     }
+    println!(
+        "  worst case    {} MiB per instance (memory_limit_mib {} + max_answer_mib {}); an \
+         entry holds lanes × this",
+        spec.memory_mib() + spec.answer_mib(),
+        spec.memory_mib(),
+        spec.answer_mib()
+    );
     if !spec.credentials.is_empty() {
         println!("  credentials   (added by the host; the guest never holds them)");
         for c in &spec.credentials {

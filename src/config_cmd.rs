@@ -18,6 +18,9 @@ pub fn validate(file: &Path) -> ExitCode {
                 cfg.metric_exporters().len(),
                 cfg.export_strategy
             );
+            for line in guest_memory_lines(&cfg) {
+                println!("  {line}");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -30,6 +33,7 @@ pub fn validate(file: &Path) -> ExitCode {
 pub fn show(file: Option<&Path>) -> ExitCode {
     match LensConfig::load(file) {
         Ok(mut cfg) => {
+            let guests = guest_memory_lines(&cfg);
             // The effective config: a wasm entry's unset keys at the values the host uses.
             for signal in lens::Signal::ALL {
                 let batch = *cfg.batch_for(signal);
@@ -45,6 +49,9 @@ pub fn show(file: Option<&Path>) -> ExitCode {
                 }
             }
             print!("{}", cfg.to_toml());
+            for line in guests {
+                println!("# {line}");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -52,4 +59,24 @@ pub fn show(file: Option<&Path>) -> ExitCode {
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }
+}
+
+/// The sandboxed entries' worst case, one line each after a total (nothing without any).
+fn guest_memory_lines(cfg: &LensConfig) -> Vec<String> {
+    let entries = cfg.guest_memory();
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    let sum: u64 = entries.iter().map(|e| e.worst_mib()).sum();
+    let mut lines = vec![format!(
+        "guest memory at worst (lanes × (memory_limit_mib + max_answer_mib)): {sum} MiB of \
+         max_guest_memory_mib = {}",
+        cfg.max_guest_memory_mib
+    )];
+    lines.extend(
+        entries
+            .iter()
+            .map(|e| format!("  {} {}", e.key, e.describe())),
+    );
+    lines
 }

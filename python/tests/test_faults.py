@@ -143,3 +143,24 @@ def test_a_retry_storm_is_bounded_by_the_export_budget_and_flush_by_its_timeout(
     assert not busy.is_alive()
     stats = exporter.stats()
     assert stats["received"] == stats["exported"] + stats["dropped"] == 2, stats
+
+
+def test_an_answer_over_max_answer_mib_is_a_fault_of_the_guest(guests):
+    """A 10 MiB error string handed to the host past a 4 MiB ``max_answer_mib``: the call is
+    refused before the host copies it (fault ``answer limit``), the span counted once."""
+    exporter = lens.WasmSpanExporter(
+        guests["hostile"],
+        settings={"mode": "huge-error"},
+        memory_limit_mib=64,
+        max_answer_mib=4,
+        name="huge-answer",
+        blocking=True,
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("t").start_as_current_span("step"):
+        pass
+    provider.shutdown()
+    stats = exporter.stats()
+    assert stats["traps"] == {"answer limit": 1}, stats
+    assert stats["received"] == 1 and stats["dropped_export_failed"] == 1, stats

@@ -513,6 +513,9 @@ pub enum FaultKind {
     Fuel,
     /// The instance asked for more memory than its limit.
     MemoryLimit,
+    /// The guest handed the host more than `max_answer_mib` in one call (an answer, a result,
+    /// the arguments of a host call).
+    AnswerLimit,
     /// `unreachable` was executed: how Rust and C guests panic or abort.
     Unreachable,
     /// The guest's stack overflowed.
@@ -528,13 +531,14 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    /// The label: `deadline`, `fuel`, `memory limit`, `unreachable`, `stack overflow`,
+    /// The label: `deadline`, `fuel`, `memory limit`, `answer limit`, `unreachable`, `stack overflow`,
     /// `memory out of bounds`, `init failed`, `host error`, or the trap's description.
     pub fn as_str(&self) -> &str {
         match self {
             Self::Deadline => "deadline",
             Self::Fuel => "fuel",
             Self::MemoryLimit => "memory limit",
+            Self::AnswerLimit => "answer limit",
             Self::Unreachable => "unreachable",
             Self::StackOverflow => "stack overflow",
             Self::MemoryOutOfBounds => "memory out of bounds",
@@ -559,6 +563,7 @@ impl std::str::FromStr for FaultKind {
             "deadline" => Self::Deadline,
             "fuel" => Self::Fuel,
             "memory limit" => Self::MemoryLimit,
+            "answer limit" => Self::AnswerLimit,
             "unreachable" => Self::Unreachable,
             "stack overflow" => Self::StackOverflow,
             "memory out of bounds" => Self::MemoryOutOfBounds,
@@ -603,6 +608,7 @@ mod tests {
             FaultKind::Deadline,
             FaultKind::Fuel,
             FaultKind::MemoryLimit,
+            FaultKind::AnswerLimit,
             FaultKind::Unreachable,
             FaultKind::StackOverflow,
             FaultKind::MemoryOutOfBounds,

@@ -26,6 +26,8 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
       body the guest reads (default 4);
     - ``sha256``: the file's expected digest (hex);
     - ``memory_limit_mib``, ``call_timeout_ms``, ``fuel_per_call``: the sandbox's bounds;
+    - ``max_answer_mib``: the most the guest hands the host in one call (default 16, at most
+      ``memory_limit_mib``); past it the call is a fault (``answer limit``);
     - ``init_timeout_ms``: the deadline of the guest's ``init`` (default 5000);
     - ``compile_memory_mib``, ``compile_timeout_ms``: the bounds of compiling the component
       (default 2048 MiB, 300000 ms), which happens in a child of this interpreter;
@@ -57,6 +59,7 @@ def spec_json(
     max_response_mib: int | None = None,
     sha256: str | None = None,
     memory_limit_mib: int | None = None,
+    max_answer_mib: int | None = None,
     call_timeout_ms: int | None = None,
     fuel_per_call: int | None = None,
     init_timeout_ms: int | None = None,
@@ -86,6 +89,7 @@ def spec_json(
         ("max_response_mib", max_response_mib),
         ("sha256", sha256),
         ("memory_limit_mib", memory_limit_mib),
+        ("max_answer_mib", max_answer_mib),
         ("call_timeout_ms", call_timeout_ms),
         ("fuel_per_call", fuel_per_call),
         ("init_timeout_ms", init_timeout_ms),

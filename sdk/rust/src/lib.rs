@@ -43,6 +43,8 @@
 //! - [`process`]: [`SpanProcessor`] and the [`Edits`] it answers with (drop, set or remove
 //!   attributes, rename, set status), by span index.
 //! - [`export`](mod@export): settings and resource ([`Config`]), [`Encoding`], [`ExportError`].
+//! - `http` (feature `http`): one POST over `wasi:http`, its response mapped to an
+//!   [`ExportResult`] as OTLP exporters do (the key stays on the host: `credentials`).
 //! - `serialize` (feature `serde`): `Serialize` for values, attributes and ids.
 //! - `bindings`, `adapter`: the generated bindings and the glue `export!` expands to.
 
@@ -52,6 +54,8 @@ pub mod adapter;
 pub mod bindings;
 pub mod context;
 pub mod export;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod logs;
 pub mod metrics;
 pub mod process;

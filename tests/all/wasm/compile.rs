@@ -82,16 +82,9 @@ fn unlimited(compile: CompileBounds) -> LoadChecks<'static> {
     }
 }
 
-/// This process's peak resident memory since it started (`VmHWM`: its own, unlike
-/// `getrusage`'s, which carries its parent's from before `exec`), MiB.
+/// This process's peak resident memory, MiB.
 fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib / 1024.0
+    lens_test_support::hostile::peak_rss() as f64 / (1 << 20) as f64
 }
 
 /// Past the structure check, the compile runs in a worker under its bounds: the nested file

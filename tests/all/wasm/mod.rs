@@ -1,5 +1,6 @@
 //! The sandbox host.
 
+mod answers;
 mod cache;
 mod compat;
 mod compile;

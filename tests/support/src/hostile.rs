@@ -104,3 +104,15 @@ pub fn run_measured(command: &mut Command, heap_mib: u64) -> Measured {
         cpu: time(usage.ru_utime) + time(usage.ru_stime),
     }
 }
+
+/// This process's peak resident memory since it started (`VmHWM`: its own, unlike
+/// `getrusage`'s, which carries its parent's from before `exec`), bytes.
+pub fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib << 10
+}

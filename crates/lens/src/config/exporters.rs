@@ -254,6 +254,11 @@ pub struct WasmExporterSpec {
     pub settings: BTreeMap<String, String>,
     /// Linear memory cap per instance, MiB. Default 256.
     pub memory_limit_mib: Option<u64>,
+    /// The most the guest may hand the host in one call, MiB: a processor's answer, an
+    /// exporter's result or error, the bytes of one host call (output, HTTP bodies and
+    /// headers). Past it the call is a fault (`answer limit`). Default 16, never more than
+    /// `memory_limit_mib`. Example: `max_answer_mib = 4`.
+    pub max_answer_mib: Option<u64>,
     /// Deadline of one guest call, ms. Default: the batch `export_timeout_ms`.
     pub call_timeout_ms: Option<u64>,
     /// Deadline of an instance's start, ms: its instantiation, then its `init`, each. Default
@@ -437,10 +442,20 @@ impl ExporterSpec {
                 ("compile_timeout_ms", w.compile_timeout_ms),
                 ("max_write_mib", w.max_write_mib),
                 ("max_response_mib", w.max_response_mib),
+                ("max_answer_mib", w.max_answer_mib),
             ] {
                 if value == Some(0) {
                     return Err(format!("`{key}` must be positive"));
                 }
+            }
+            if let Some(answer) = w.max_answer_mib
+                && answer > w.memory_mib()
+            {
+                return Err(format!(
+                    "`max_answer_mib` = {answer} is more than `memory_limit_mib` ({}): an \
+                     answer comes out of the guest's memory",
+                    w.memory_mib()
+                ));
             }
             for (i, c) in w.credentials.iter().enumerate() {
                 c.validate(i, &w.allowed_hosts)?;

@@ -7,6 +7,7 @@
 pub mod credentials;
 pub mod env;
 mod exporters;
+pub mod guest_memory;
 mod processors;
 pub mod python;
 pub mod secret;
@@ -120,6 +121,11 @@ pub struct LensConfig {
     pub log_batch: BatchConfig,
     /// The on-disk compilation cache of `.wasm` exporters.
     pub wasm_cache: WasmCacheConfig,
+    /// The most this rank's sandboxed entries may hold at worst, MiB: the sum over the wasm
+    /// exporters and processors of lanes × (`memory_limit_mib` + `max_answer_mib`). A config
+    /// over it is refused at setup, naming the sum and each entry. Default 8192 (a training
+    /// node's share per rank). Example: `max_guest_memory_mib = 4096`.
+    pub max_guest_memory_mib: u64,
     /// What reloads the exporters of a running installation (off by default).
     pub reload: ReloadConfig,
 }
@@ -155,6 +161,7 @@ impl Default for LensConfig {
             logs: SignalConfig::default(),
             log_batch: BatchConfig::for_logs(),
             wasm_cache: WasmCacheConfig::default(),
+            max_guest_memory_mib: guest_memory::DEFAULT_MAX_GUEST_MEMORY_MIB,
             reload: ReloadConfig::default(),
         }
     }
@@ -515,7 +522,10 @@ impl LensConfig {
             spec.validate(self.batch_for(signal))
                 .map_err(|m| bad(&format!("{signal}.exporters[{i}]"), m))?;
         }
-        self.validate_processors().map_err(|(key, m)| bad(&key, m))
+        self.validate_processors()
+            .map_err(|(key, m)| bad(&key, m))?;
+        self.check_guest_memory()
+            .map_err(|m| bad("max_guest_memory_mib", m))
     }
 
     /// The processor entries: names unique, the exporters they name known.

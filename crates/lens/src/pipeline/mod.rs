@@ -146,16 +146,8 @@ impl<'a> BuildContext<'a> {
         for spec in &self.config.signal(signal).processors {
             let name = spec.display_name();
             let stats = Arc::new(ExporterStats::new(&name));
-            // A metric reader exports one collection at a time.
-            let lanes: usize = exporters
-                .iter()
-                .filter(|e| spec.applies_to(&e.display_name()))
-                .map(|e| match signal {
-                    Signal::Metrics => 1,
-                    _ => e.batch_config(defaults).max_concurrent_exports,
-                })
-                .sum();
-            let lanes = lanes.clamp(1, crate::config::MAX_CONCURRENT_EXPORTS);
+            let lanes =
+                crate::config::guest_memory::processor_lanes(signal, spec, exporters, defaults);
             let inputs = self.host_inputs();
             let built = WasmProcessor::build(&name, spec, signal, lanes, &inputs, stats.clone());
             let processor = match built {

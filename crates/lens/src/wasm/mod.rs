@@ -74,6 +74,7 @@ use crate::config::{BatchConfig, WasmExporterSpec};
 pub fn with_defaults(spec: &WasmExporterSpec, batch: &BatchConfig) -> WasmExporterSpec {
     let mut s = spec.clone();
     s.memory_limit_mib.get_or_insert(DEFAULT_MEMORY_LIMIT_MIB);
+    s.max_answer_mib = Some(spec.answer_mib());
     s.call_timeout_ms.get_or_insert(batch.export_timeout_ms);
     s.init_timeout_ms.get_or_insert(DEFAULT_INIT_TIMEOUT_MS);
     s.forward_stdio.get_or_insert(DEFAULT_FORWARD_STDIO);

@@ -192,6 +192,7 @@ fn grants(
         forward_stdio: spec.forward_stdio.unwrap_or(DEFAULT_FORWARD_STDIO),
         output_copy: inputs.output.sink().map(|sink| (Arc::from(name), sink)),
         memory_limit: (memory_mib as usize).saturating_mul(1 << 20),
+        max_answer: (spec.answer_mib() as usize).saturating_mul(1 << 20),
         log_prefix: format!("wasm {role} `{name}` rank {}", inputs.rank).into(),
         stderr_warnings: Arc::default(),
         write_budget: spec

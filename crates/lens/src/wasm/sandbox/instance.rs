@@ -246,6 +246,9 @@ pub(crate) fn fault_kind(e: &wasmtime::Error) -> FaultKind {
     if e.chain().any(|c| c.is::<MemoryLimitExceeded>()) {
         return FaultKind::MemoryLimit;
     }
+    if super::limits::is_answer_limit(e) {
+        return FaultKind::AnswerLimit;
+    }
     match e.downcast_ref::<wasmtime::Trap>() {
         Some(wasmtime::Trap::Interrupt) => FaultKind::Deadline,
         Some(wasmtime::Trap::OutOfFuel) => FaultKind::Fuel,
@@ -344,7 +347,17 @@ impl InstanceFactory {
         // The timer is created inside the runtime: it needs its time driver.
         match rt.block_on(async { tokio::time::timeout(limit, call).await }) {
             Ok(Ok(r)) => Ok(r),
-            Ok(Err(e)) => Err(Fault::from_wasmtime(&e)),
+            Ok(Err(e)) => {
+                let mut fault = Fault::from_wasmtime(&e);
+                if fault.kind == FaultKind::AnswerLimit {
+                    fault.detail = format!(
+                        "`{what}`: the guest handed the host more than max_answer_mib ({} MiB) \
+                         in one call; the call was refused and the instance discarded",
+                        self.grants.max_answer >> 20
+                    );
+                }
+                Err(fault)
+            }
             Err(_) => Err(Fault::new(
                 FaultKind::Deadline,
                 format!(
@@ -368,6 +381,11 @@ impl InstanceFactory {
                 .map_err(|e| StartError::Fault(Fault::from_wasmtime(&e)))?,
         );
         store.limiter(|s| &mut s.limiter);
+        // What the guest hands the host in one call (a lifted answer, the arguments of a host
+        // call) is at most `max_answer_mib`: without it, one call may make the host allocate
+        // wasmtime's default of 128 MiB whatever the memory limit (issue: an aliased answer).
+        store.set_hostcall_fuel(self.grants.max_answer);
+        store.set_max_component_handles(super::limits::MAX_COMPONENT_HANDLES);
         store.epoch_deadline_trap();
         let instantiated = self.bounded(rt, "instantiation", self.init_timeout, async {
             self.arm(&mut store, self.init_timeout)?;

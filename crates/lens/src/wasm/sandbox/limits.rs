@@ -26,6 +26,23 @@ pub const MAX_INSTANCES: usize = 64;
 pub const MAX_MEMORIES: usize = 16;
 /// Tables one component instance may create.
 pub const MAX_TABLES: usize = 64;
+/// Component-model handles (resources the guest holds: its own, and the host's it was given)
+/// live at once in one instance's store; past it, creating one traps. wasmtime's default is
+/// 100,000; no example guest holds more than a few dozen.
+pub const MAX_COMPONENT_HANDLES: usize = 10_000;
+/// Host resources (WASI's: fields, streams, descriptors, requests) live at once in one
+/// instance's table; past it, the call creating one fails (a trap in the guest). wasmtime's
+/// default is 1,000,000.
+pub const MAX_HOST_RESOURCES: usize = 10_000;
+
+/// The error wasmtime gives when a guest hands the host more than the store's hostcall fuel
+/// (`max_answer_mib`) in one call; it has no public type, so it is known by its message.
+pub(crate) fn is_answer_limit(e: &wasmtime::Error) -> bool {
+    e.chain().any(|c| {
+        c.to_string()
+            .contains("fuel allocated for hostcalls has been exhausted")
+    })
+}
 
 /// Caps what one instance allocates: all its linear memories and tables together, and their
 /// number, and remembers the largest total it held (the instance's peak memory).

@@ -52,8 +52,8 @@ use guest_output::{
 pub(crate) use http::HostCredential;
 use http::HttpPolicy;
 pub use limits::{
-    MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES, MemoryLimitExceeded, MemoryLimiter,
-    TABLE_ELEMENT_BYTES,
+    MAX_COMPONENT_HANDLES, MAX_HOST_RESOURCES, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES,
+    MemoryLimitExceeded, MemoryLimiter, TABLE_ELEMENT_BYTES,
 };
 use quota::{Budgeted, WriteBudget};
 
@@ -76,6 +76,8 @@ pub(crate) struct Grants {
     pub output_copy: Option<(Arc<str>, Arc<dyn GuestOutputSink>)>,
     /// Cap on all the instance's memories and tables together, bytes.
     pub memory_limit: usize,
+    /// The most the guest hands the host in one call (`max_answer_mib`), bytes.
+    pub max_answer: usize,
     /// Prefix of forwarded log lines, e.g. `wasm exporter `vendor` rank 3`.
     pub log_prefix: Arc<str>,
     /// The exporter's allowance of guest stderr lines logged at `warn` (all its instances).
@@ -169,7 +171,11 @@ impl HostState {
             .allow_ip_name_lookup(false);
         Ok(Self {
             wasi: b.build(),
-            table: ResourceTable::new(),
+            table: {
+                let mut table = ResourceTable::new();
+                table.set_max_capacity(limits::MAX_HOST_RESOURCES);
+                table
+            },
             http: WasiHttpCtx::new(),
             hooks: HttpPolicy::new(
                 grants.allowed_hosts.clone(),

@@ -368,6 +368,25 @@ fn export(batch: Batch) -> Result<(), String> {
             )),
             "http" => Err(format!("probe {}", http_probe(&authority))),
             "steal-credential" => Err(steal_credential()),
+            // One write of `mib` MiB (default 32) to stdout in a single host call.
+            "huge-write" => {
+                let mib = setting("mib").and_then(|v| v.parse().ok()).unwrap_or(32);
+                let out = wasip2::cli::stdout::get_stdout();
+                Err(format!(
+                    "probe huge-write: {:?}",
+                    out.write(&vec![b'w'; mib << 20])
+                ))
+            }
+            // Creates host resources (header fields) until the host refuses one.
+            "resource-loop" => {
+                let mut held = Vec::new();
+                loop {
+                    held.push(wasip2::http::types::Fields::new());
+                    if held.len() > 10_000_000 {
+                        return Err(format!("probe resource-loop: {} resources", held.len()));
+                    }
+                }
+            }
             other => Err(format!("unknown mode `{other}`")),
         }
     }

@@ -11,6 +11,8 @@
 //! - misbehaviours: `trap` (every `trap_every`-th call, default every call), `hang` (spins),
 //!   `error` (returns an error), `out-of-range`, `duplicate`, `set-body` (answers the host
 //!   refuses for spans), `set-status` (refused for log records), `refuse-init`, `trap-init`;
+//!   answers larger than their guest: `aliased` (`count` changes whose `field` all point at one
+//!   buffer of `alias_mib` MiB) and `huge` (one string of `huge_mib` MiB, or `huge_bytes`);
 //! - log records only: `rewrite` renames each record's event to `lens.event`, sets `index`,
 //!   and replaces the body of odd ones with `[redacted]`;
 //! - metrics: `rewrite` renames each metric to `<name>.x` and sets `index` on its data points
@@ -31,6 +33,8 @@ use lens::exporter::types::{Batch, Encoding, KeyValue, Resource, Status, Value};
 #[derive(Default)]
 struct State {
     mode: String,
+    /// Every setting, for the modes' own numbers.
+    settings: Vec<(String, String)>,
     keys: Vec<String>,
     names: Vec<String>,
     trap_every: u64,
@@ -39,11 +43,27 @@ struct State {
 
 static STATE: Mutex<State> = Mutex::new(State {
     mode: String::new(),
+    settings: Vec::new(),
     keys: Vec::new(),
     names: Vec::new(),
     trap_every: 1,
     calls: 0,
 });
+
+impl State {
+    fn setting(&self, key: &str) -> Option<&str> {
+        self.settings
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn number(&self, key: &str, default: usize) -> usize {
+        self.setting(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    }
+}
 
 fn list(v: &str) -> Vec<String> {
     v.split(',')
@@ -58,6 +78,7 @@ impl Guest for Processor {
     fn init(settings: Vec<(String, String)>, _resource: Resource) -> Result<Encoding, String> {
         let mut state = STATE.lock().unwrap();
         let mut encoding = Encoding::Typed;
+        state.settings = settings.clone();
         for (k, v) in settings {
             match k.as_str() {
                 "mode" => state.mode = v,
@@ -169,6 +190,44 @@ fn redact<'a>(items: impl Iterator<Item = &'a [KeyValue]>, keys: &[String]) -> V
         .collect()
 }
 
+/// `count` changes (default 40) whose `field` (`string`, `bytes`, `key`, `rename`,
+/// `string-array`, `remove`) all point at one buffer of `alias_mib` MiB (default 16): an answer
+/// many times larger to lift than the guest's memory. The aliases are never freed by Rust (the
+/// buffer is leaked first); the bindings' post-return may free them, after the host lifted.
+fn aliased(state: &State) -> Vec<Change> {
+    let mib: usize = state.number("alias_mib", 16);
+    let count: usize = state.number("count", 40);
+    let buffer: &'static mut [u8] = Vec::leak(vec![b'a'; mib << 20]);
+    let (ptr, len) = (buffer.as_mut_ptr(), buffer.len());
+    // SAFETY (of a kind): every alias is the same leaked bytes, valid UTF-8; a hostile guest
+    // is the point, and none of them is dropped by this code.
+    let string = || unsafe { String::from_raw_parts(ptr, len, len) };
+    let bytes = || unsafe { Vec::from_raw_parts(ptr, len, len) };
+    let field = state.setting("field").unwrap_or("string").to_string();
+    (0..count)
+        .map(|i| match field.as_str() {
+            "bytes" => Change::SetAttribute(KeyValue {
+                key: format!("k{i}"),
+                value: Value::Bytes(bytes()),
+            }),
+            "key" => Change::SetAttribute(KeyValue {
+                key: string(),
+                value: Value::Bool(true),
+            }),
+            "rename" => Change::Rename(string()),
+            "remove" => Change::RemoveAttribute(string()),
+            "string-array" => Change::SetAttribute(KeyValue {
+                key: format!("k{i}"),
+                value: Value::StringArray(vec![string(), string()]),
+            }),
+            _ => Change::SetAttribute(KeyValue {
+                key: format!("k{i}"),
+                value: Value::String(string()),
+            }),
+        })
+        .collect()
+}
+
 /// What the misbehaviours answer, for either signal (`None`: the mode is not one).
 fn misbehave(
     state: std::sync::MutexGuard<'_, State>,
@@ -190,6 +249,18 @@ fn misbehave(
         "duplicate" => Ok(vec![edit(0, vec![]), edit(0, vec![])]),
         "set-body" => Ok(vec![edit(0, vec![Change::SetBody("x".into())])]),
         "set-status" => Ok(vec![edit(0, vec![Change::SetStatus(Status::Ok)])]),
+        "aliased" => Ok(vec![edit(0, aliased(&state))]),
+        "huge" => {
+            let mib: usize = state.number("huge_mib", 64);
+            let bytes = state.number("huge_bytes", mib << 20);
+            Ok(vec![edit(
+                0,
+                vec![Change::SetAttribute(KeyValue {
+                    key: "huge".into(),
+                    value: Value::String("h".repeat(bytes)),
+                })],
+            )])
+        }
         _ => return None,
     })
 }
