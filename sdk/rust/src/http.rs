@@ -180,9 +180,13 @@ mod wasi {
     fn classify(code: ErrorCode) -> HttpError {
         let text = format!("{code:?}");
         match code {
-            ErrorCode::HttpRequestDenied | ErrorCode::DestinationIpProhibited => {
-                HttpError::Denied(text)
+            ErrorCode::HttpRequestDenied => {
+                HttpError::Denied(format!("{text}: its host is not in `allowed_hosts`"))
             }
+            ErrorCode::DestinationIpProhibited => HttpError::Denied(format!(
+                "{text}: it resolves to an address the entry may not reach \
+                 (`allow_private_addresses`)"
+            )),
             ErrorCode::HttpRequestUriInvalid
             | ErrorCode::HttpRequestMethodInvalid
             | ErrorCode::HttpRequestHeaderSize(_) => HttpError::Invalid(text),

@@ -273,11 +273,17 @@ fn the_rust_vendor_example_passes_against_a_real_collector() {
         &endpoint,
         "--allow-host",
         &authority,
-        "--env",
-        "VENDOR_API_KEY=k",
+        "--credential",
+        &format!("x-api-key@http://{authority}=env:HOME"),
     ]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("  encoding      otlp-protobuf"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "    `x-api-key` for http://{authority} (from env HOME)"
+        )),
+        "{stdout}"
+    );
     assert!(stdout.contains("    http         wasi:http/"), "{stdout}");
     for interface in ["span-exporter", "metric-exporter", "log-exporter"] {
         assert!(

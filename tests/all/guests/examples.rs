@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use lens::config::{EnvGrant, ExporterSpec, SignalConfig, WasmExporterSpec};
+use lens::config::{CredentialSpec, ExporterSpec, SignalConfig, WasmExporterSpec};
 use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::trace::{Span, Tracer};
 use lens::{LensConfig, Telemetry};
@@ -13,28 +13,37 @@ use lens_test_support::pipeline::exporting;
 const VENDOR: &str = env!("LENS_EXAMPLE_VENDOR_HTTP_WASM");
 
 /// The vendor guest's entry, sending to the collector's OTLP/HTTP `endpoint`.
+/// Its key is a host-held credential for each allowed host, from the rank's `VENDOR_API_KEY`.
 fn vendor_entry(endpoint: String, allowed: Vec<String>) -> ExporterSpec {
     ExporterSpec::Wasm(WasmExporterSpec {
         name: Some("vendor".into()),
         path: VENDOR.into(),
+        credentials: allowed
+            .iter()
+            .map(|host| CredentialSpec {
+                host: format!("http://{host}"),
+                header: "x-api-key".into(),
+                from_env: Some("VENDOR_API_KEY".into()),
+                from_file: None,
+                prefix: String::new(),
+            })
+            .collect(),
         allowed_hosts: allowed,
-        env: [(
-            "VENDOR_API_KEY".to_string(),
-            EnvGrant::Value("s3cret".into()),
-        )]
-        .into(),
         settings: [("endpoint".to_string(), endpoint)].into(),
         call_timeout_ms: Some(3000),
         ..Default::default()
     })
 }
 
-/// `config` installed as rank 1 of 2, reading an empty environment.
+/// `config` installed as rank 1 of 2, reading an environment of the vendor's key alone.
 fn install(config: LensConfig) -> lens::TelemetryHandle {
     Telemetry::builder(config)
         .rank(1)
         .world_size(2)
-        .env(HashMap::<String, String>::new())
+        .env(HashMap::from([(
+            "VENDOR_API_KEY".to_string(),
+            "s3cret".to_string(),
+        )]))
         .install_global(false)
         .install()
         .unwrap()
@@ -105,7 +114,7 @@ fn vendor_http_guest_without_the_host_granted_is_denied_and_counts_drops() {
         .force_flush(Duration::from_secs(10))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("is not in allowed_hosts"), "{err}");
+    assert!(err.contains("is not in `allowed_hosts`"), "{err}");
     handle.shutdown(Duration::from_secs(10)).ok();
     let e = handle.stats().exporters[0].clone();
     assert_eq!(

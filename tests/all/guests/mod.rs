@@ -5,3 +5,4 @@ mod examples;
 mod language_signals;
 mod languages;
 mod python_sdk;
+mod vendor_http;
