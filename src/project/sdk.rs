@@ -42,6 +42,7 @@ pub const FILES: &[(&str, &str)] = &[
     file!("sdk/rust/src/bindings.rs"),
     file!("sdk/rust/src/context.rs"),
     file!("sdk/rust/src/export.rs"),
+    file!("sdk/rust/src/http.rs"),
     file!("sdk/rust/src/lib.rs"),
     file!("sdk/rust/src/logs.rs"),
     file!("sdk/rust/src/metrics.rs"),
