@@ -3,6 +3,10 @@
 //!
 //! The Rust examples are built into the same target directory `guest-examples/build.sh` uses,
 //! so that whichever runs second finds them up to date: each guest is compiled once.
+//!
+//! It also copies the WASI WIT that `lens new --template http` projects import (`wasi:http` and
+//! what it uses) out of the `wasmtime-wasi-http` crate this build links: the guests' worlds
+//! then name exactly the WASI release the host implements.
 
 include!("guest-examples/build_guests.rs");
 
@@ -46,4 +50,60 @@ fn main() {
         "cargo:rustc-env=LENS_EXAMPLE_FILTER_WASM={}",
         built[3].display()
     );
+    wasi_wit(&here);
+}
+
+/// The WASI packages of the HTTP worlds, by file name.
+const WASI_WIT: [&str; 7] = [
+    "cli.wit",
+    "clocks.wit",
+    "filesystem.wit",
+    "http.wit",
+    "io.wit",
+    "random.wit",
+    "sockets.wit",
+];
+
+/// Copies `wasmtime-wasi-http`'s WASI WIT into `OUT_DIR/wasi-wit/` (found with `cargo metadata`,
+/// which knows where this build's copy of the crate is, registry or vendored).
+fn wasi_wit(here: &std::path::Path) {
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("wasi-wit");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let metadata = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "--manifest-path",
+        ])
+        .arg(here.join("Cargo.toml"))
+        .output()
+        .expect("running cargo metadata");
+    assert!(
+        metadata.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&metadata.stderr)
+    );
+    let json = String::from_utf8(metadata.stdout).expect("cargo metadata's output is UTF-8");
+    // `"manifest_path":"…/wasmtime-wasi-http-48.0.8/Cargo.toml"`: the crate's folder.
+    let crate_dir = json
+        .split("\"manifest_path\":\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .map(std::path::PathBuf::from)
+        .find(|p| {
+            p.parent()
+                .and_then(|d| d.file_name())
+                .is_some_and(|n| n.to_string_lossy().starts_with("wasmtime-wasi-http-"))
+        })
+        .expect("wasmtime-wasi-http in cargo metadata")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    std::fs::create_dir_all(&out).unwrap();
+    for file in WASI_WIT {
+        let from = crate_dir.join("wit/deps").join(file);
+        std::fs::copy(&from, out.join(file)).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    }
 }

@@ -216,6 +216,8 @@ const logRecords = (request) => grouped(request, "resourceLogs", "scopeLogs", "l
 // WIT answers: an error is thrown as the error value (a string, or `{ tag, val }` for an
 // `export-error`); a thrown Error object is not a `result` error and traps the component.
 const rejected = (val) => ({ tag: "rejected", val });
+// A `RetryableExportError` as the WIT `retry-hint`.
+const hint = (e) => ({ message: e.message, delayMs: e.delayMs === undefined ? undefined : BigInt(e.delayMs) });
 const message = (e) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 function witResource(r) {
@@ -248,14 +250,14 @@ function adapter(factory, convert, extra) {
       try {
         ex.export(convert(JSON.parse(batch.val)), (r) => { result = r; });
       } catch (e) {
-        if (e instanceof RetryableExportError) throw { tag: "retryable", val: { message: e.message, delayMs: e.delayMs === undefined ? undefined : BigInt(e.delayMs) } };
+        if (e instanceof RetryableExportError) throw { tag: "retryable", val: hint(e) };
+        if (e instanceof RejectedExportError) throw rejected(e.message);
         throw rejected(`export threw ${message(e)}`);
       }
       if (result === undefined) throw rejected("export returned without calling its resultCallback (exports must be synchronous)");
       if (result.code === ExportResultCode.SUCCESS) return;
       if (result.error instanceof RetryableExportError) {
-        const e = result.error;
-        throw { tag: "retryable", val: { message: e.message, delayMs: e.delayMs === undefined ? undefined : BigInt(e.delayMs) } };
+        throw { tag: "retryable", val: hint(result.error) };
       }
       throw rejected(result.error ? `export failed: ${message(result.error)}` : "export failed");
     },
@@ -508,3 +510,185 @@ function processor(factory, convert) {
     },
   };
 }
+
+// ---- HTTP and forwarding (projects built with `http = true`, `lens new js DIR --template http`)
+
+/** The backend refused the batch for good (a 4xx, a bad key): the host drops it, counted as
+ * failed, with this message. */
+export class RejectedExportError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "RejectedExportError";
+  }
+}
+
+/** A request that got no response: `kind` is `"denied"` (the host refused it: its host is not
+ * in `allowed_hosts`), `"connection"` (worth retrying) or `"invalid"` (its URL). */
+export class HttpError extends Error {
+  constructor(kind, message) {
+    super(`${kind === "denied" ? "denied by the host" : kind === "invalid" ? "invalid request" : "connection failed"}: ${message}`);
+    this.name = "HttpError";
+    this.kind = kind;
+  }
+}
+
+/** How many bytes of an error response's body a message quotes. */
+export const QUOTED_BODY = 200;
+
+/** Splits `http[s]://authority[/path]`; a URL without a path gets `defaultPath`. Throws an
+ * `HttpError` of kind `"invalid"`. */
+export function parseUrl(url, defaultPath = "/") {
+  const https = url.startsWith("https://");
+  if (!https && !url.startsWith("http://")) throw new HttpError("invalid", `\`${url}\` must start with http:// or https://`);
+  const rest = url.slice(https ? 8 : 7);
+  const slash = rest.indexOf("/");
+  const [authority, path] = slash < 0 ? [rest, defaultPath] : [rest.slice(0, slash), rest.slice(slash)];
+  if (!authority || /[@?#]/.test(authority)) throw new HttpError("invalid", `\`${url}\` has no host (or has a user, which goes in a header)`);
+  return { https, authority, path, toString: () => `${https ? "https" : "http"}://${authority}${path}` };
+}
+
+/** Reads `sent` (a response `{ status, headers, body }` from `post`, or the `HttpError` it threw)
+ * as OTLP exporters do: returns for a 2xx; throws `RetryableExportError` for 429, 502, 503, 504
+ * (after `Retry-After` seconds, if sent) and a failed connection; `RejectedExportError` naming the
+ * status and the first bytes of the body otherwise. */
+export function exportResult(what, sent) {
+  if (sent instanceof HttpError) {
+    if (sent.kind === "connection") throw new RetryableExportError(`${what}: ${sent.message}`);
+    throw new RejectedExportError(`${what}: ${sent.message}`);
+  }
+  if (sent.status >= 200 && sent.status < 300) return;
+  let message = `${what}: HTTP ${sent.status}`;
+  if (sent.body.length > 0) {
+    const quoted = new TextDecoder().decode(sent.body.subarray(0, QUOTED_BODY)).trim();
+    message += `: ${quoted}`;
+    if (sent.body.length > QUOTED_BODY) message += `… (${sent.body.length} bytes)`;
+  }
+  if ([429, 502, 503, 504].includes(sent.status)) {
+    const after = /^\s*\d+\s*$/.test(sent.headers["retry-after"] ?? "") ? Number(sent.headers["retry-after"]) * 1000 : undefined;
+    throw new RetryableExportError(message, after);
+  }
+  throw new RejectedExportError(message);
+}
+
+/** POSTs `body` (a `Uint8Array` or string) to `url` with `headers` (an object) over the host's
+ * `wasi:http` (the sandbox's `fetch`); resolves to `{ status, headers, body }` (lowercase header
+ * names, the body a `Uint8Array`) or rejects with an `HttpError`. `timeoutMs` bounds the whole
+ * request. Redirects are not followed (the host follows none with a credential either). */
+export async function post(url, body, headers = {}, { timeoutMs = 10000 } = {}) {
+  const target = parseUrl(url).toString();
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new HttpError("connection", `no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  const request = (async () => {
+    let r;
+    try {
+      r = await fetch(target, { method: "POST", body, headers, redirect: "manual" });
+    } catch (e) {
+      // The sandbox's fetch says only "NetworkError": a denied host and a refused connection look alike.
+      throw new HttpError("connection", `${message(e)} (is its host in the entry's \`allowed_hosts\`?)`);
+    }
+    const answer = new Uint8Array(await r.arrayBuffer());
+    const names = {};
+    r.headers.forEach((v, k) => { names[k.toLowerCase()] = v; });
+    return { status: r.status, headers: names, body: answer };
+  })();
+  try {
+    return await Promise.race([request, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `post`, then `exportResult`: resolves to the response of a 2xx, rejects otherwise. */
+export async function send(url, body, headers = {}, options = {}) {
+  let response;
+  try {
+    response = await post(url, body, headers, options);
+  } catch (e) {
+    if (e instanceof HttpError) exportResult(url, e);
+    throw e;
+  }
+  exportResult(url, response);
+  return response;
+}
+
+// A forwarding exporter's functions: the batch's OTLP bytes (or JSON text) go to the
+// exporter's `export` as the host made them; `export` may return a Promise (componentize-js
+// runs the event loop until it settles), so that it can `await send(...)`.
+function forwarder(factory, kinds, extra) {
+  let exporter = null;
+  let state = "new";
+  const encodings = { protobuf: "otlp-protobuf", json: "otlp-json" };
+  return {
+    init(settings, res) {
+      try {
+        exporter = factory(Object.fromEntries(settings), witResource(res));
+      } catch (e) {
+        throw `the exporter's factory failed: ${message(e)}`;
+      }
+      const encoding = encodings[exporter.encoding ?? "protobuf"];
+      if (!encoding) throw `the exporter's encoding is ${JSON.stringify(exporter.encoding)}: say "protobuf" or "json"`;
+      state = "live";
+      return extra(exporter, encoding);
+    },
+    async export(batch) {
+      if (state !== "live") throw rejected(state === "shut" ? "the exporter is shut down" : "the exporter was not initialized");
+      if (!kinds.includes(batch.tag)) throw rejected("the batch is not in the encoding asked for");
+      try {
+        await exporter.export(batch.val);
+      } catch (e) {
+        if (e instanceof RetryableExportError) throw { tag: "retryable", val: hint(e) };
+        if (e instanceof RejectedExportError) throw rejected(e.message);
+        throw rejected(`export threw ${message(e)}`);
+      }
+    },
+    async forceFlush() {
+      if (state !== "live") throw state === "shut" ? "the exporter is shut down" : "the exporter was not initialized";
+      try {
+        await exporter.forceFlush?.();
+      } catch (e) {
+        throw `forceFlush threw ${message(e)}`;
+      }
+    },
+    async shutdown() {
+      if (state !== "live") throw state === "shut" ? "already shut down" : "the exporter was not initialized";
+      state = "shut";
+      try {
+        await exporter.shutdown?.();
+      } catch (e) {
+        throw `shutdown threw ${message(e)}`;
+      }
+    },
+  };
+}
+
+/** The `spanExporter` export of a forwarding exporter: `factory(settings, resource)` builds an
+ * object whose `export(data)` receives each batch as an OTLP `ExportTraceServiceRequest`, as
+ * protobuf bytes (`Uint8Array`), or as OTLP/JSON text if its `encoding` is `"json"`, and sends it
+ * on; it may be `async`. It resolves on success and throws to fail (`RetryableExportError`,
+ * `RejectedExportError`, anything else: rejected):
+ *
+ * ```js
+ * class Forward {
+ *   constructor(settings) { this.url = `${settings.endpoint}/v1/traces`; }
+ *   async export(data) { await send(this.url, data, { "content-type": "application/x-protobuf" }); }
+ * }
+ * export const spanExporter = forwardSpans((settings) => new Forward(settings));
+ * ```
+ */
+export const forwardSpans = (factory) => forwarder(factory, ["otlp-protobuf", "otlp-json"], (_, encoding) => encoding);
+
+/** The `metricExporter` of a forwarding exporter (see `forwardSpans`): `export(data)` receives
+ * an OTLP `ExportMetricsServiceRequest`; the object's `temporality`, `"cumulative"` (the default)
+ * or `"delta"`, is what the host aggregates counters in. */
+export const forwardMetrics = (factory) =>
+  forwarder(factory, ["otlp-protobuf", "otlp-json"], (ex, encoding) => {
+    const temporality = ex.temporality ?? "cumulative";
+    if (temporality !== "cumulative" && temporality !== "delta") throw `the exporter's temporality is ${JSON.stringify(temporality)}: say "cumulative" or "delta"`;
+    return { encoding, temporality };
+  });
+
+/** The `logExporter` of a forwarding exporter (see `forwardSpans`): `export(data)` receives an
+ * OTLP `ExportLogsServiceRequest`. */
+export const forwardLogs = (factory) => forwarder(factory, ["otlp-protobuf", "otlp-json"], (_, encoding) => encoding);

@@ -92,7 +92,7 @@ fn python(
     let t = tools::python(tools_dir, &sdk_dir.join("requirements.txt"))?;
     let mut cmd = Command::new(&t.componentize_py);
     cmd.arg("-d")
-        .arg(installed.wit())
+        .arg(m.wit_dir(installed))
         .arg("-w")
         .arg(m.world())
         .arg("componentize")
@@ -201,7 +201,7 @@ fn js(
         Command::new(&t.componentize_js)
             .arg(&bundle)
             .arg("--wit")
-            .arg(installed.wit())
+            .arg(m.wit_dir(installed))
             .arg("-n")
             .arg(m.world())
             .arg("-o")

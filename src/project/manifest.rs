@@ -6,6 +6,7 @@
 //! kind = "exporter"               # exporter (the default) or processor
 //! signals = ["spans", "metrics"]  # any of spans, metrics, logs
 //! sdk = "0.4.0"                   # the guest SDK (and WIT) version it is written against
+//! http = true                     # exporters only: build against a world importing wasi:http
 //! ```
 
 use std::fmt;
@@ -118,6 +119,11 @@ pub struct Manifest {
     /// The SDK version it is written against; must be the one this `lens` carries. Example:
     /// `sdk = "0.4.0"`.
     pub sdk: String,
+    /// Whether the component may send HTTP requests: it is built against the world of
+    /// `lens:exporter-http` that imports `wasi:http/outgoing-handler` (what it may reach is
+    /// still the config entry's `allowed_hosts`). Exporters only. Example: `http = true`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub http: bool,
 }
 
 impl Manifest {
@@ -159,6 +165,19 @@ impl Manifest {
                  \"{SDK_VERSION}\"` (and follow CHANGELOG.md for what changed) or use the lens \
                  that made the project",
                 self.sdk
+            ));
+        }
+        if self.http && self.kind == ProjectKind::Processor {
+            return Err(
+                "`http = true` is for exporters: a processor answers with edits and sends \
+                 nothing (leave `http` out, or make an exporter)"
+                    .into(),
+            );
+        }
+        if self.http && self.sdk != SDK_VERSION {
+            return Err(format!(
+                "`http = true`: the HTTP worlds came with SDK {SDK_VERSION}; write `sdk = \
+                 \"{SDK_VERSION}\"`"
             ));
         }
         if self.kind == ProjectKind::Processor && self.sdk != SDK_VERSION {
@@ -228,13 +247,25 @@ impl Manifest {
              # Any of spans, metrics, logs: the component exports exactly these.\n\
              signals = [{signals}]\n\
              # The guest SDK (and WIT) version the component is written against.\n\
-             sdk = \"{sdk}\"\n",
+             sdk = \"{sdk}\"\n{http}",
             name = self.name,
             language = self.language.as_str(),
             kind = self.kind.as_str(),
             signals = signals.join(", "),
             sdk = self.sdk,
+            http = if self.http {
+                "# Built against a world importing wasi:http: the component may send HTTP \
+                 requests\n# (to the hosts its config entry's allowed_hosts grants).\nhttp = true\n"
+            } else {
+                ""
+            },
         )
+    }
+
+    /// The WIT package (`wit/` or `wit/http/` of the installed SDK) whose [`Manifest::world`]
+    /// the component is built against.
+    pub fn wit_dir(&self, sdk: &super::sdk::InstalledSdk) -> PathBuf {
+        if self.http { sdk.wit_http() } else { sdk.wit() }
     }
 }
 

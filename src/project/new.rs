@@ -1,5 +1,5 @@
-//! `lens new <python|js|rust> <dir> [--signals spans,metrics,logs] [--kind exporter|processor]`:
-//! a project that builds outside this repository.
+//! `lens new <python|js|rust> <dir> [--signals spans,metrics,logs] [--kind exporter|processor]
+//! [--template lines|http]`: a project that builds outside this repository.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::manifest::{Language, Manifest, ProjectKind, ProjectSignal, check_name};
 use super::sdk::{self, SDK_VERSION};
+use super::templates::Template;
 use crate::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
 
 #[derive(Args, Debug)]
@@ -26,6 +27,11 @@ pub struct NewArgs {
     /// The component's name (default: the folder's name).
     #[arg(long)]
     name: Option<String>,
+    /// What the exporter does: `lines` writes a line per item to stdout; `http` is a vendor
+    /// integration POSTing each batch's OTLP to `settings.endpoint`, its key a host-held
+    /// credential (built against a world importing wasi:http).
+    #[arg(long, value_enum, default_value = "lines")]
+    template: Template,
 }
 
 pub fn run(args: NewArgs) -> ExitCode {
@@ -69,12 +75,21 @@ fn new(args: &NewArgs) -> Result<(), (u8, String)> {
             }
         ))
     })?;
+    let http = args.template == Template::Http;
+    if http && args.kind == ProjectKind::Processor {
+        return Err(bad(
+            "--template http makes an exporter (a processor sends nothing): drop --kind \
+             processor"
+                .into(),
+        ));
+    }
     let manifest = Manifest {
         name,
         language: args.language,
         kind: args.kind,
         signals: args.signals.clone(),
         sdk: SDK_VERSION.to_string(),
+        http,
     };
     manifest
         .validate()
@@ -109,6 +124,13 @@ fn new(args: &NewArgs) -> Result<(), (u8, String)> {
     println!("Next:");
     println!("  cd {}", args.dir.display());
     println!("  lens build");
-    println!("  lens check build/{}.wasm", manifest.name);
+    if manifest.http {
+        println!(
+            "  (README.md: trying it against the stand-in ingest in test_server.py, with a \
+             host-held key)"
+        );
+    } else {
+        println!("  lens check build/{}.wasm", manifest.name);
+    }
     Ok(())
 }

@@ -3,7 +3,9 @@
 //! repository, on a machine without a checkout of it.
 //!
 //! Installed under `<lens home>/sdk/<version>-<digest>/` with the repository's own layout (`wit/`,
-//! `sdk/python`, `sdk/js`, `sdk/rust`: the Rust SDK finds its WIT at `../../wit`). The digest
+//! `sdk/python`, `sdk/js`, `sdk/rust`: the Rust SDK finds its WIT at `../../wit`), plus what the
+//! HTTP worlds of `wit/http` resolve under `wit/http/deps/`: `lens:exporter` and the WASI
+//! packages (`build.rs` takes those from the `wasmtime-wasi-http` this binary links). The digest
 //! covers every file, so a `lens` built from changed SDK sources installs beside, never over, what
 //! projects already depend on; a directory is complete only once renamed into place.
 
@@ -29,11 +31,14 @@ pub const FILES: &[(&str, &str)] = &[
     file!("wit/processors.wit"),
     file!("wit/metrics.wit"),
     file!("wit/logs.wit"),
+    file!("wit/http/worlds.wit"),
     file!("sdk/python/pyproject.toml"),
     file!("sdk/python/requirements.txt"),
     file!("sdk/python/lens_exporter_sdk/__init__.py"),
     file!("sdk/python/lens_exporter_sdk/_otlp.py"),
     file!("sdk/python/lens_exporter_sdk/_process.py"),
+    file!("sdk/python/lens_exporter_sdk/_results.py"),
+    file!("sdk/python/lens_exporter_sdk/http.py"),
     file!("sdk/python/lens_exporter_sdk/_sandbox.py"),
     file!("sdk/js/package.json"),
     file!("sdk/js/lens-exporter-sdk.js"),
@@ -55,10 +60,60 @@ pub const FILES: &[(&str, &str)] = &[
     file!("sdk/rust/src/wire.rs"),
 ];
 
-/// The digest of [`FILES`] (paths and contents), hex, 12 characters.
+/// A WASI package the HTTP worlds import, as `(file name, contents)`: copied by `build.rs` from
+/// the `wasmtime-wasi-http` crate the host links.
+macro_rules! wasi {
+    ($file:literal) => {
+        (
+            $file,
+            include_str!(concat!(env!("OUT_DIR"), "/wasi-wit/", $file)),
+        )
+    };
+}
+
+/// The WASI packages of `wit/http` (installed under `wit/http/deps/`).
+const WASI: &[(&str, &str)] = &[
+    wasi!("cli.wit"),
+    wasi!("clocks.wit"),
+    wasi!("filesystem.wit"),
+    wasi!("http.wit"),
+    wasi!("io.wit"),
+    wasi!("random.wit"),
+    wasi!("sockets.wit"),
+];
+
+/// The files of the installed SDK that are not a repository file of the same path: the HTTP
+/// worlds' dependencies, `lens:exporter` (the repository's `wit/*.wit`) and the WASI packages,
+/// laid out under `wit/http/deps/` as WIT tools resolve them.
+fn generated() -> Vec<(String, &'static str)> {
+    let lens = FILES
+        .iter()
+        .filter(|(path, _)| path.starts_with("wit/") && !path["wit/".len()..].contains('/'))
+        .map(|(path, text)| {
+            (
+                format!("wit/http/deps/lens-exporter/{}", &path["wit/".len()..]),
+                *text,
+            )
+        });
+    let wasi = WASI
+        .iter()
+        .map(|(file, text)| (format!("wit/http/deps/{file}"), *text));
+    lens.chain(wasi).collect()
+}
+
+/// Every installed file: [`FILES`], then the generated ones, as `(path, contents)`.
+fn all_files() -> Vec<(String, &'static str)> {
+    FILES
+        .iter()
+        .map(|(path, text)| (path.to_string(), *text))
+        .chain(generated())
+        .collect()
+}
+
+/// The digest of [`FILES`] and the generated files (paths and contents), hex, 12 characters.
 pub fn digest() -> String {
     let mut h = Sha256::new();
-    for (path, text) in FILES {
+    for (path, text) in all_files() {
         h.update(path.as_bytes());
         h.update([0]);
         h.update((text.len() as u64).to_le_bytes());
@@ -80,6 +135,11 @@ impl InstalledSdk {
         self.root.join("wit")
     }
 
+    /// The HTTP worlds' package (`lens:exporter-http`), its dependencies under `deps/`.
+    pub fn wit_http(&self) -> PathBuf {
+        self.root.join("wit/http")
+    }
+
     /// One SDK's directory: `python`, `js` or `rust`.
     pub fn sdk(&self, language: &str) -> PathBuf {
         self.root.join("sdk").join(language)
@@ -94,7 +154,7 @@ pub fn install(home: &Path) -> io::Result<InstalledSdk> {
         let staging = tempfile::Builder::new()
             .prefix(".installing-")
             .tempdir_in(home.join("sdk"))?;
-        for (path, text) in FILES {
+        for (path, text) in all_files() {
             let to = staging.path().join(path);
             std::fs::create_dir_all(to.parent().expect("a file in a directory"))?;
             std::fs::write(&to, text)?;

@@ -11,6 +11,109 @@ use super::sdk::{InstalledSdk, SDK_VERSION};
 /// A file of the project: its path relative to the project and its text.
 pub type ProjectFile = (&'static str, String);
 
+/// What a new exporter does (`lens new --template`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Template {
+    /// A line per item on stdout.
+    #[default]
+    Lines,
+    /// A vendor integration: each batch's OTLP POSTed to `settings.endpoint`, the key a
+    /// host-held credential.
+    Http,
+}
+
+/// The HTTP template's pieces: the head, and per signal the exporter (Rust) or registration
+/// (Python).
+const PYTHON_HTTP_HEAD: &str = include_str!("templates/python-http/head.py");
+const JS_HTTP_HEAD: &str = include_str!("templates/js-http/head.js");
+const RUST_HTTP: Pieces = Pieces {
+    head: include_str!("templates/rust-http/head.rs"),
+    spans: ("", include_str!("templates/rust-http/spans.rs")),
+    metrics: ("", include_str!("templates/rust-http/metrics.rs")),
+    logs: ("", include_str!("templates/rust-http/logs.rs")),
+};
+
+/// Where the HTTP template's local test server listens, and the header and variable of its key.
+const TEST_SERVER: &str = "127.0.0.1:4318";
+const KEY_HEADER: &str = "x-api-key";
+const KEY_VARIABLE: &str = "VENDOR_API_KEY";
+
+/// A Rust exporter's `export!` line: each signal with its type (`types`: spans', metrics', logs').
+fn rust_export(signals: &[ProjectSignal], types: [&str; 3]) -> String {
+    let names: Vec<String> = signals
+        .iter()
+        .map(|s| {
+            let ty = match s {
+                ProjectSignal::Spans => types[0],
+                ProjectSignal::Metrics => types[1],
+                ProjectSignal::Logs => types[2],
+            };
+            format!("{s}: {ty}")
+        })
+        .collect();
+    format!(
+        "\n// The component exports exactly these signals.\nlens_exporter_sdk::export!({});\n",
+        names.join(", ")
+    )
+}
+
+/// An HTTP exporter project's source file.
+fn http_source(m: &Manifest, signals: &[ProjectSignal]) -> ProjectFile {
+    match m.language {
+        Language::Python => {
+            let mut text = PYTHON_HTTP_HEAD.to_string();
+            for s in signals {
+                let (class, factory, path) = match s {
+                    ProjectSignal::Spans => ("SpanExporter", "otlp_span_exporter", "/v1/traces"),
+                    ProjectSignal::Metrics => {
+                        ("MetricExporter", "otlp_metric_exporter", "/v1/metrics")
+                    }
+                    ProjectSignal::Logs => ("LogExporter", "otlp_log_exporter", "/v1/logs"),
+                };
+                text.push_str(&format!(
+                    "{class} = lens_exporter_sdk.{factory}(lambda s: Vendor(s, \"{path}\"))\n"
+                ));
+            }
+            ("app.py", text)
+        }
+        Language::Js => {
+            let mut names = vec!["parseUrl", "send"];
+            let mut exports = String::new();
+            for s in signals {
+                let (name, factory, path) = match s {
+                    ProjectSignal::Spans => ("spanExporter", "forwardSpans", "/v1/traces"),
+                    ProjectSignal::Metrics => ("metricExporter", "forwardMetrics", "/v1/metrics"),
+                    ProjectSignal::Logs => ("logExporter", "forwardLogs", "/v1/logs"),
+                };
+                names.push(factory);
+                exports.push_str(&format!(
+                    "export const {name} = {factory}((settings) => new Vendor(settings, \"{path}\"));\n"
+                ));
+            }
+            let (doc, body) = JS_HTTP_HEAD
+                .split_once("\n\n")
+                .expect("the head's doc comment, then its code");
+            let text = format!(
+                "{doc}\n\nimport {{ {} }} from \"lens-exporter-sdk\";\n\n{body}\
+                 // The component exports exactly these signals.\n{exports}",
+                names.join(", ")
+            );
+            ("exporter.js", text)
+        }
+        Language::Rust => {
+            let mut text = RUST_HTTP.head.to_string();
+            for s in signals {
+                text.push_str(RUST_HTTP.of(*s).1);
+            }
+            text.push_str(&rust_export(
+                signals,
+                ["SpanVendor", "MetricVendor", "LogVendor"],
+            ));
+            ("src/lib.rs", text)
+        }
+    }
+}
+
 /// The pieces of one language: the head, and per signal its imports (Python) and body.
 struct Pieces {
     head: &'static str,
@@ -206,6 +309,9 @@ fn source(m: &Manifest) -> ProjectFile {
     if m.kind == ProjectKind::Processor {
         return processor_source(m, &signals);
     }
+    if m.http {
+        return http_source(m, &signals);
+    }
     match m.language {
         Language::Python => {
             let mut imports: Vec<&str> = signals
@@ -248,20 +354,9 @@ fn source(m: &Manifest) -> ProjectFile {
             for s in &signals {
                 text.push_str(RUST.of(*s).1);
             }
-            let names: Vec<String> = signals
-                .iter()
-                .map(|s| {
-                    let ty = match s {
-                        ProjectSignal::Spans => "SpanLines",
-                        ProjectSignal::Metrics => "MetricLines",
-                        ProjectSignal::Logs => "LogLines",
-                    };
-                    format!("{s}: {ty}")
-                })
-                .collect();
-            text.push_str(&format!(
-                "\n// The component exports exactly these signals.\nlens_exporter_sdk::export!({});\n",
-                names.join(", ")
+            text.push_str(&rust_export(
+                &signals,
+                ["SpanLines", "MetricLines", "LogLines"],
             ));
             ("src/lib.rs", text)
         }
@@ -305,6 +400,9 @@ fn readme(m: &Manifest) -> String {
              (processors.md in the Lens repository has the rules of the game)."
         ),
     };
+    if m.http {
+        return http_readme(m, &signals, source);
+    }
     format!(
         "# {name}\n\n\
          {what}\n\n\
@@ -319,6 +417,64 @@ fn readme(m: &Manifest) -> String {
          lens.toml` (each rank's guest output lands in the run folder).\n\n\
          {edit}\n",
         name = m.name,
+    )
+}
+
+/// An HTTP exporter's README: what it sends where, and how to try it against the local test
+/// server.
+fn http_readme(m: &Manifest, signals: &str, source: &str) -> String {
+    format!(
+        "# {name}\n\n\
+         A Lens vendor integration for {signals}, in {language}: `{source}` POSTs each batch's \
+         OTLP (protobuf{json}) to `settings.endpoint`, one OTLP path per signal (`/v1/traces`, \
+         `/v1/metrics`, `/v1/logs`). It never holds the vendor's key: the platform team hands \
+         it to the host as a credential, and the host adds the `{KEY_HEADER}` header to the \
+         requests to the endpoint's host only.\n\n\
+         Try it against the stand-in ingest in `test_server.py` (Python's standard library; it \
+         accepts the key in `${KEY_VARIABLE}` and refuses any other), in two terminals:\n\n\
+         ```sh\n\
+         {KEY_VARIABLE}=test-key python3 test_server.py\n\
+         ```\n\n\
+         ```sh\n\
+         lens build\n\
+         {KEY_VARIABLE}=test-key lens check build/{name}.wasm --allow-host {TEST_SERVER} \\\n    \
+         --credential {KEY_HEADER}@http://{TEST_SERVER}=env:{KEY_VARIABLE} \\\n    \
+         --setting endpoint=http://{TEST_SERVER}\n\
+         {KEY_VARIABLE}=test-key lens demo --config lens.toml\n\
+         ```\n\n\
+         The server prints a line per request; with another key it answers 401, and `lens \
+         check` and the demo show the exports `rejected` with that status. `lens.toml` grants \
+         exactly that host and that credential; for the real ingest, name its host \
+         (`ingest.acme.com:443`) in `allowed_hosts` and in the credential, with `https://` in \
+         `endpoint` (a credential travels over plain `http://` to loopback only).\n\n\
+         {edit}\n",
+        name = m.name,
+        language = m.language.display_name(),
+        json = if m.language == Language::Rust {
+            ""
+        } else {
+            " or, with `format = \"json\"`, OTLP/JSON"
+        },
+        edit = match m.language {
+            Language::Python =>
+                "The SDK's HTTP client: `lens_exporter_sdk.http` (`post`, `send`, \
+                                 `export_result`).",
+            _ => "The SDK's HTTP client: `lens_exporter_sdk::http` (`cargo doc --open`).",
+        },
+    )
+}
+
+/// An HTTP exporter's config entry for `table`: its endpoint, host and credential, the local
+/// test server's.
+fn http_entry(m: &Manifest, table: &str) -> String {
+    format!(
+        "\n[[{table}.exporters]]\nkind = \"wasm\"\nname = \"{name}\"\npath = \"build/{name}.wasm\"\n\
+         settings = {{ endpoint = \"http://{TEST_SERVER}\" }}\n\
+         # The one host it may reach, and the key the host adds to requests to it (from\n\
+         # ${KEY_VARIABLE}; the component never sees it).\n\
+         allowed_hosts = [\"{TEST_SERVER}\"]\n\
+         credentials = [{{ host = \"http://{TEST_SERVER}\", header = \"{KEY_HEADER}\", from_env = \"{KEY_VARIABLE}\" }}]\n",
+        name = m.name
     )
 }
 
@@ -362,6 +518,10 @@ fn config(m: &Manifest) -> String {
             ));
             continue;
         }
+        if m.http {
+            text.push_str(&http_entry(m, table));
+            continue;
+        }
         text.push_str(&format!(
             "\n[[{table}.exporters]]\nkind = \"wasm\"\nname = \"{name}\"\npath = \"build/{name}.wasm\"\n\
              settings = {{ prefix = \"{name}\" }}\n",
@@ -403,10 +563,25 @@ pub fn files(m: &Manifest, sdk: &InstalledSdk) -> Vec<ProjectFile> {
                 sdk,
             ),
         )),
-        Language::Rust => files.push((
-            "Cargo.toml",
-            fill(include_str!("templates/rust/Cargo.toml"), m, sdk),
-        )),
+        Language::Rust => {
+            let mut cargo = fill(include_str!("templates/rust/Cargo.toml"), m, sdk);
+            if m.http {
+                cargo = cargo.replace(
+                    &format!("path = \"{}\" }}", sdk.sdk("rust").display()),
+                    &format!(
+                        "path = \"{}\", features = [\"http\"] }}",
+                        sdk.sdk("rust").display()
+                    ),
+                );
+            }
+            files.push(("Cargo.toml", cargo));
+        }
+    }
+    if m.http {
+        files.push((
+            "test_server.py",
+            include_str!("templates/test_server.py").to_string(),
+        ));
     }
     files
 }

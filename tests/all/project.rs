@@ -17,7 +17,7 @@ fn repo() -> PathBuf {
 }
 
 /// `lens` with the test's Lens home and the tools `guest-examples/build.sh` installed.
-fn lens_in(dir: &Path) -> Command {
+pub(crate) fn lens_in(dir: &Path) -> Command {
     let mut c = crate::lens();
     c.current_dir(dir)
         .env("LENS_HOME", repo().join("target/lens-test-home"))
@@ -39,7 +39,7 @@ fn text(out: &Output) -> String {
 }
 
 /// Runs `cmd`, asserting it succeeds; returns its output.
-fn ok(cmd: &mut Command) -> String {
+pub(crate) fn ok(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap();
     let text = text(&out);
     assert!(out.status.success(), "{cmd:?} failed:\n{text}");

@@ -43,17 +43,23 @@ except ImportError:  # outside a component: the SDK's own tests
 
 # `_sandbox` first: the OpenTelemetry SDK imports in `_otlp` need it.
 from . import _sandbox  # noqa: F401, I001
-from . import _otlp
+from . import _otlp, http
 from ._process import Edits
+from ._results import RejectedExportError, RetryableExportError
 
 __all__ = [
     "Edits",
+    "RejectedExportError",
     "RetryableExportError",
     "Settings",
     "log_exporter",
     "metric_exporter",
     "log_processor",
     "metric_processor",
+    "http",
+    "otlp_log_exporter",
+    "otlp_metric_exporter",
+    "otlp_span_exporter",
     "span_exporter",
     "span_processor",
 ]
@@ -79,13 +85,14 @@ def _resource(wit_resource):
     return Resource(attributes, wit_resource.schema_url)
 
 
-class RetryableExportError(Exception):
-    """Raise from `export` for a transient failure (the backend is down or throttling): the
-    host retries the same batch, after `delay_ms` if given, within the export deadline."""
-
-    def __init__(self, message, delay_ms=None):
-        super().__init__(message)
-        self.delay_ms = delay_ms
+def _types():
+    """Lens's `types` interface. In a world that imports `wasi:http` too, componentize-py names
+    both after their packages (`lens_exporter_types`, `wasi_http_types`)."""
+    try:
+        from wit_world.imports import types
+    except ImportError:
+        from wit_world.imports import lens_exporter_types as types
+    return types
 
 
 def _why(e):
@@ -108,7 +115,7 @@ class _Adapter:
         type(self).state = "live"
 
     def _export(self, batch, expected, convert, call, failure_name):
-        from wit_world.imports import types
+        types = _types()
 
         if self.state != "live":
             reason = (
@@ -120,12 +127,14 @@ class _Adapter:
         if not isinstance(batch, expected):
             raise Err(types.ExportError_Rejected("the Python SDK reads OTLP/JSON batches"))
         try:
-            result = call(self.exporter, convert(json.loads(batch.value)))
+            result = call(self.exporter, convert(batch.value))
         except RetryableExportError as e:
             raise Err(types.ExportError_Retryable(types.RetryHint(str(e), e.delay_ms))) from e
+        except RejectedExportError as e:
+            raise Err(types.ExportError_Rejected(str(e))) from e
         except Exception as e:
             raise Err(types.ExportError_Rejected(f"export raised {_why(e)}")) from e
-        if result is not None and getattr(result, "name", "SUCCESS") != "SUCCESS":
+        if result is False or getattr(result, "name", "SUCCESS") != "SUCCESS":
             raise Err(
                 types.ExportError_Rejected(
                     f"{type(self.exporter).__name__}.export returned {failure_name}"
@@ -162,6 +171,17 @@ def _call_export(exporter, items):
     return exporter.export(items)
 
 
+def _json(convert):
+    """`convert` applied to an OTLP/JSON batch's parsed text."""
+    return lambda text: convert(json.loads(text))
+
+
+def _as_sent(data):
+    """A forwarded batch: `bytes` (protobuf, which componentize-py hands over as `bytes`) or
+    `str` (JSON), unchanged."""
+    return data
+
+
 def span_exporter(factory):
     """The `SpanExporter` component class for exporters `factory(settings)` builds: bind it to
     the name `SpanExporter` in the app module. The exporter receives `ReadableSpan`s::
@@ -180,7 +200,8 @@ def span_exporter(factory):
         SpanExporter = lens_exporter_sdk.span_exporter(lambda settings: Lines())
     """
     from wit_world import exports
-    from wit_world.imports import types
+
+    types = _types()
 
     class SpanExporter(_Adapter, exports.SpanExporter):
         def init(self, settings, resource):
@@ -188,7 +209,7 @@ def span_exporter(factory):
             return types.Encoding.OTLP_JSON
 
         def export(self, batch):
-            self._export(batch, types.Batch_OtlpJson, _otlp.spans, _call_export, "FAILURE")
+            self._export(batch, types.Batch_OtlpJson, _json(_otlp.spans), _call_export, "FAILURE")
 
     return SpanExporter
 
@@ -227,7 +248,9 @@ def metric_exporter(factory):
     from opentelemetry.sdk.metrics import Counter
     from opentelemetry.sdk.metrics.export import AggregationTemporality
     from wit_world import exports
-    from wit_world.imports import metric_types, types
+    from wit_world.imports import metric_types
+
+    types = _types()
 
     class MetricExporter(_Adapter, exports.MetricExporter):
         def init(self, settings, resource):
@@ -243,7 +266,7 @@ def metric_exporter(factory):
             self._export(
                 batch,
                 metric_types.MetricBatch_OtlpJson,
-                _otlp.metrics,
+                _json(_otlp.metrics),
                 lambda exporter, data: exporter.export(data, timeout_millis=10_000),
                 "FAILURE",
             )
@@ -272,7 +295,9 @@ def log_exporter(factory):
         LogExporter = lens_exporter_sdk.log_exporter(lambda settings: Records())
     """
     from wit_world import exports
-    from wit_world.imports import log_types, types
+    from wit_world.imports import log_types
+
+    types = _types()
 
     class LogExporter(_Adapter, exports.LogExporter):
         def init(self, settings, resource):
@@ -280,7 +305,9 @@ def log_exporter(factory):
             return types.Encoding.OTLP_JSON
 
         def export(self, batch):
-            self._export(batch, log_types.LogBatch_OtlpJson, _otlp.logs, _call_export, "FAILURE")
+            self._export(
+                batch, log_types.LogBatch_OtlpJson, _json(_otlp.logs), _call_export, "FAILURE"
+            )
 
     return LogExporter
 
@@ -289,7 +316,7 @@ def _processor_class(base, factory, expected, convert, what):
     """The component class of a processor interface (`base`) around processors `factory`
     builds: `process(items, edits)` gets the batch (`expected`, OTLP/JSON) as `convert` reads
     it."""
-    from wit_world.imports import types
+    types = _types()
 
     class Processor(_Adapter, base):
         def init(self, settings, resource):
@@ -349,7 +376,8 @@ def span_processor(factory):
         SpanProcessor = lens_exporter_sdk.span_processor(lambda settings: Redact())
     """
     from wit_world import exports
-    from wit_world.imports import types
+
+    types = _types()
 
     return _processor_class(
         exports.SpanProcessor, factory, types.Batch_OtlpJson, _otlp.spans, "SpanProcessor"
@@ -415,3 +443,120 @@ def metric_processor(factory):
         _metrics_in_order,
         "MetricProcessor",
     )
+
+
+class _Forwarder(_Adapter):
+    """An OTLP forwarding exporter's functions: the batch's OTLP bytes go to the exporter's
+    `export` as the host made them, decoded by nothing on the way (the cheapest export a
+    Python component can make)."""
+
+    def _encoding(self, types):
+        wanted = getattr(self.exporter, "encoding", "protobuf")
+        if wanted not in ("protobuf", "json"):
+            type(self).state = "new"
+            raise Err(
+                f"{type(self.exporter).__name__}.encoding is {wanted!r}: say 'protobuf' or 'json'"
+            )
+        return types.Encoding.OTLP_PROTOBUF if wanted == "protobuf" else types.Encoding.OTLP_JSON
+
+    def _forward(self, batch, otlp):
+        self._export(batch, otlp, _as_sent, _call_export, "False")
+
+    def force_flush(self):
+        # Optional for a forwarder: one that keeps nothing back has nothing to flush.
+        if self.state == "live" and not hasattr(self.exporter, "force_flush"):
+            return
+        super().force_flush()
+
+    def shutdown(self):
+        if self.state == "live" and not hasattr(self.exporter, "shutdown"):
+            type(self).state = "shut"
+            return
+        super().shutdown()
+
+
+def otlp_span_exporter(factory):
+    """The `SpanExporter` component class of a forwarding exporter: `factory(settings)` builds an
+    object whose `export(data)` receives each batch as an OTLP `ExportTraceServiceRequest`, as
+    protobuf `bytes` (or as OTLP/JSON `str`, if the object's `encoding` is `"json"`), and sends
+    it on. `export` returns on success and raises to fail (`RetryableExportError`,
+    `RejectedExportError`, or any exception: rejected); `force_flush()` and `shutdown()` are
+    optional. With `lens_exporter_sdk.http`::
+
+        class Forward:
+            def __init__(self, settings):
+                self.url = settings["endpoint"] + "/v1/traces"
+
+            def export(self, data):
+                http.send(self.url, data, [("content-type", "application/x-protobuf")])
+
+
+        SpanExporter = lens_exporter_sdk.otlp_span_exporter(Forward)
+    """
+    from wit_world import exports
+
+    types = _types()
+
+    class SpanExporter(_Forwarder, exports.SpanExporter):
+        def init(self, settings, resource):
+            self._start(factory, settings, resource)
+            return self._encoding(types)
+
+        def export(self, batch):
+            self._forward(batch, (types.Batch_OtlpProtobuf, types.Batch_OtlpJson))
+
+    return SpanExporter
+
+
+def otlp_metric_exporter(factory):
+    """The `MetricExporter` of a forwarding exporter (see `otlp_span_exporter`): `export(data)`
+    receives an OTLP `ExportMetricsServiceRequest`. The object's `temporality`, `"cumulative"`
+    (the default) or `"delta"`, is what the host aggregates counters in."""
+    from wit_world import exports
+    from wit_world.imports import metric_types
+
+    types = _types()
+
+    class MetricExporter(_Forwarder, exports.MetricExporter):
+        def init(self, settings, resource):
+            self._start(factory, settings, resource)
+            encoding = self._encoding(types)
+            wanted = getattr(self.exporter, "temporality", "cumulative")
+            if wanted not in ("cumulative", "delta"):
+                type(self).state = "new"
+                raise Err(
+                    f"{type(self.exporter).__name__}.temporality is {wanted!r}: "
+                    "say 'cumulative' or 'delta'"
+                )
+            temporality = (
+                metric_types.Temporality.DELTA
+                if wanted == "delta"
+                else metric_types.Temporality.CUMULATIVE
+            )
+            return metric_types.MetricPreferences(encoding, temporality)
+
+        def export(self, batch):
+            self._forward(
+                batch, (metric_types.MetricBatch_OtlpProtobuf, metric_types.MetricBatch_OtlpJson)
+            )
+
+    return MetricExporter
+
+
+def otlp_log_exporter(factory):
+    """The `LogExporter` of a forwarding exporter (see `otlp_span_exporter`): `export(data)`
+    receives an OTLP `ExportLogsServiceRequest`."""
+    from wit_world import exports
+    from wit_world.imports import log_types
+
+    types = _types()
+
+    class LogExporter(_Forwarder, exports.LogExporter):
+        def init(self, settings, resource):
+            self._start(factory, settings, resource)
+            return self._encoding(types)
+
+        def export(self, batch):
+            self._forward(batch, (log_types.LogBatch_OtlpProtobuf, log_types.LogBatch_OtlpJson))
+
+    return LogExporter

@@ -26,12 +26,19 @@ def _cases(module, *names):
 
 class _Enum:
     OTLP_JSON = "otlp-json"
+    OTLP_PROTOBUF = "otlp-protobuf"
     CUMULATIVE = "cumulative"
     DELTA = "delta"
 
 
 wit_types = types.ModuleType("wit_world.imports.types")
-_cases(wit_types, "Batch_OtlpJson", "ExportError_Rejected", "ExportError_Retryable")
+_cases(
+    wit_types,
+    "Batch_OtlpJson",
+    "Batch_OtlpProtobuf",
+    "ExportError_Rejected",
+    "ExportError_Retryable",
+)
 wit_types.Encoding = _Enum
 wit_types.RetryHint = lambda message, delay_ms: (message, delay_ms)
 _cases(
@@ -63,11 +70,11 @@ _cases(
 edit_types.Action_Drop = lambda: "drop"
 edit_types.ItemEdit = lambda index, action: (index, action)
 metric_types = types.ModuleType("wit_world.imports.metric_types")
-_cases(metric_types, "MetricBatch_OtlpJson")
+_cases(metric_types, "MetricBatch_OtlpJson", "MetricBatch_OtlpProtobuf")
 metric_types.Temporality = _Enum
 metric_types.MetricPreferences = lambda encoding, temporality: (encoding, temporality)
 log_types = types.ModuleType("wit_world.imports.log_types")
-_cases(log_types, "LogBatch_OtlpJson")
+_cases(log_types, "LogBatch_OtlpJson", "LogBatch_OtlpProtobuf")
 imports = types.ModuleType("wit_world.imports")
 imports.types, imports.metric_types, imports.log_types = wit_types, metric_types, log_types
 imports.edit_types = edit_types

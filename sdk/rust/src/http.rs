@@ -201,10 +201,17 @@ mod wasi {
         timeout: Option<Duration>,
     ) -> Result<Response, HttpError> {
         let url = parse_url(url, "/")?;
-        let list: Vec<(String, Vec<u8>)> = headers
+        let mut list: Vec<(String, Vec<u8>)> = headers
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_vec()))
             .collect();
+        // A length, not chunks: every server reads it, and the host checks the body against it.
+        if !list
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        {
+            list.push(("content-length".into(), body.len().to_string().into_bytes()));
+        }
         let fields =
             Fields::from_list(&list).map_err(|e| HttpError::Invalid(format!("headers: {e:?}")))?;
         let request = OutgoingRequest::new(fields);

@@ -2,6 +2,7 @@
 
 mod check;
 mod examples;
+mod http_templates;
 mod language_signals;
 mod languages;
 mod python_sdk;

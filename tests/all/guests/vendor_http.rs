@@ -16,7 +16,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 
 const VENDOR: &str = env!("LENS_EXAMPLE_VENDOR_HTTP_WASM");
-const SPANS: usize = 600;
+pub(super) const SPANS: usize = 600;
 
 /// A rank exporting `SPANS` spans through the vendor exporter to `server`, its key `key`;
 /// returns how the flush went and the exporter's counts after it.
@@ -24,6 +24,26 @@ fn run(
     server: &IngestServer,
     name: &str,
     key: &str,
+) -> (Result<(), lens::LensError>, lens::trace::ExporterSnapshot) {
+    let endpoint = format!("http://{}/v1/traces", server.authority());
+    run_exporter(
+        server,
+        VENDOR,
+        name,
+        ("x-acme-key", key),
+        &[("endpoint", &endpoint)],
+    )
+}
+
+/// A rank exporting `SPANS` spans through the wasm exporter at `path` to `server`, with the
+/// credential `(header, key)` for the server's host and `settings`; returns how the flush went
+/// and the exporter's counts after it.
+pub(super) fn run_exporter(
+    server: &IngestServer,
+    path: &str,
+    name: &str,
+    (header, key): (&str, &str),
+    settings: &[(&str, &str)],
 ) -> (Result<(), lens::LensError>, lens::trace::ExporterSnapshot) {
     let authority = server.authority();
     let config = LensConfig {
@@ -34,20 +54,19 @@ fn run(
             processors: Vec::new(),
             exporters: vec![ExporterSpec::Wasm(WasmExporterSpec {
                 name: Some(name.into()),
-                path: VENDOR.into(),
+                path: path.into(),
                 allowed_hosts: vec![authority.clone()],
                 credentials: vec![CredentialSpec {
                     host: format!("http://{authority}"),
-                    header: "x-acme-key".into(),
+                    header: header.into(),
                     from_env: Some("ACME_KEY".into()),
                     from_file: None,
                     prefix: String::new(),
                 }],
-                settings: [(
-                    "endpoint".to_string(),
-                    format!("http://{authority}/v1/traces"),
-                )]
-                .into(),
+                settings: settings
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
                 call_timeout_ms: Some(5000),
                 ..Default::default()
             })],
@@ -91,12 +110,30 @@ fn the_rust_vendor_exporter_authenticates_with_a_host_held_key_and_delivers_ever
         (SPANS as u64, SPANS as u64),
         "{stats:?}"
     );
+    assert_every_span_once(&server, ("x-acme-key", key), "application/x-protobuf");
+}
+
+/// Every request `server` received was a POST to `/v1/traces` with the key in `header` and
+/// `content_type`, and together they hold each of the `SPANS` spans exactly once.
+pub(super) fn assert_every_span_once(
+    server: &IngestServer,
+    (header, key): (&str, &str),
+    content_type: &str,
+) {
     let mut names = Vec::new();
     for r in server.received() {
         assert_eq!(r.line, "POST /v1/traces HTTP/1.1");
-        assert_eq!(r.header("x-acme-key"), Some(key));
-        assert_eq!(r.header("content-type"), Some("application/x-protobuf"));
-        let request = ExportTraceServiceRequest::decode(&r.body[..]).unwrap();
+        assert_eq!(r.header(header), Some(key));
+        assert_eq!(r.header("content-type"), Some(content_type));
+        assert_eq!(
+            r.header("content-length"),
+            Some(r.body.len().to_string().as_str())
+        );
+        let request = if content_type == "application/json" {
+            serde_json::from_slice::<ExportTraceServiceRequest>(&r.body).unwrap()
+        } else {
+            ExportTraceServiceRequest::decode(&r.body[..]).unwrap()
+        };
         for rs in request.resource_spans {
             for ss in rs.scope_spans {
                 names.extend(ss.spans.into_iter().map(|s| s.name));
@@ -117,22 +154,33 @@ fn a_wrong_key_gets_every_batch_rejected_with_the_status_in_the_log() {
         ..Answer::default()
     });
     let (flushed, stats) = run(&server, "acme-wrong", "a-wrong-key");
+    assert_rejected_with_401(capture, "acme-wrong", "a-wrong-key", flushed, &stats);
+}
+
+/// A rank whose exporter `name` sent `wrong_key`: the flush failed with the 401, every span is
+/// counted as a failed export (the guest's error, not retried), and the rank's log names the
+/// status and the server's answer but never the key.
+pub(super) fn assert_rejected_with_401(
+    capture: &lens_test_support::log::CaptureLog,
+    name: &str,
+    wrong_key: &str,
+    flushed: Result<(), lens::LensError>,
+    stats: &lens::trace::ExporterSnapshot,
+) {
     let err = flushed.unwrap_err().to_string();
     assert!(err.contains("HTTP 401"), "{err}");
-    assert_eq!(stats.exported, 0, "{stats:?}");
-    // A batch the guest rejects whole ends as a failed export (the guest's error, counted).
-    assert_eq!(stats.dropped_export_failed, SPANS as u64, "{stats:?}");
+    assert_eq!(
+        (stats.exported, stats.dropped_export_failed, stats.retries),
+        (0, SPANS as u64, 0),
+        "rejected whole, not retried: {stats:?}"
+    );
     assert_eq!(stats.guest_errors, stats.batches_failed, "{stats:?}");
-    assert_eq!(stats.retries, 0, "a 401 is not retried: {stats:?}");
-    let logged = capture.matching("`acme-wrong`");
+    let logged = capture.matching(&format!("`{name}`"));
     assert!(
         logged
             .iter()
             .any(|l| l.contains("HTTP 401") && l.contains("invalid api key")),
         "{logged:?}"
     );
-    assert!(
-        logged.iter().all(|l| !l.contains("a-wrong-key")),
-        "{logged:?}"
-    );
+    assert!(logged.iter().all(|l| !l.contains(wrong_key)), "{logged:?}");
 }
