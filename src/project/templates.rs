@@ -459,7 +459,12 @@ fn http_readme(m: &Manifest, signals: &str, source: &str) -> String {
             Language::Python =>
                 "The SDK's HTTP client: `lens_exporter_sdk.http` (`post`, `send`, \
                                  `export_result`).",
-            _ => "The SDK's HTTP client: `lens_exporter_sdk::http` (`cargo doc --open`).",
+            Language::Js =>
+                "The SDK's HTTP helpers: `post`, `send`, `exportResult` and \
+                             `parseUrl` from `lens-exporter-sdk`.",
+            Language::Rust => {
+                "The SDK's HTTP client: `lens_exporter_sdk::http` (`cargo doc --open`)."
+            }
         },
     )
 }

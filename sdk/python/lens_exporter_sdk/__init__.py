@@ -106,6 +106,8 @@ class _Adapter:
 
     exporter = None
     state = "new"
+    # What a batch of another encoding than the one `init` asked for is refused with.
+    unexpected_batch = "the Python SDK reads OTLP/JSON batches"
 
     def _start(self, factory, settings, resource):
         try:
@@ -125,7 +127,7 @@ class _Adapter:
             )
             raise Err(types.ExportError_Rejected(reason))
         if not isinstance(batch, expected):
-            raise Err(types.ExportError_Rejected("the Python SDK reads OTLP/JSON batches"))
+            raise Err(types.ExportError_Rejected(self.unexpected_batch))
         try:
             result = call(self.exporter, convert(batch.value))
         except RetryableExportError as e:
@@ -449,6 +451,8 @@ class _Forwarder(_Adapter):
     """An OTLP forwarding exporter's functions: the batch's OTLP bytes go to the exporter's
     `export` as the host made them, decoded by nothing on the way (the cheapest export a
     Python component can make)."""
+
+    unexpected_batch = "a forwarding exporter takes OTLP protobuf or OTLP/JSON batches"
 
     def _encoding(self, types):
         wanted = getattr(self.exporter, "encoding", "protobuf")

@@ -129,3 +129,13 @@ def test_a_metric_forwarder_chooses_encoding_and_temporality():
         cls().init([("temporality", "weekly")], Resource())
     with pytest.raises(sdk.Err, match="encoding is 'xml'"):
         sdk.otlp_span_exporter(Forward)().init([("encoding", "xml")], Resource())
+
+
+def test_a_forwarder_refuses_a_batch_of_another_kind_saying_what_it_takes():
+    cls = sdk.otlp_metric_exporter(Forward)
+    cls().init([], Resource())
+    with pytest.raises(sdk.Err) as e:
+        cls().export(types.Batch_OtlpJson("{}"))
+    assert e.value.value == types.ExportError_Rejected(
+        "a forwarding exporter takes OTLP protobuf or OTLP/JSON batches"
+    )

@@ -31,6 +31,14 @@ fn built(language: &str) -> (tempfile::TempDir, PathBuf) {
     ]));
     assert!(made.contains("test_server.py"), "{made}");
     let project = outside.path().join(&name);
+    // The README points to this language's HTTP client.
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    let client = match language {
+        "python" => "`lens_exporter_sdk.http`",
+        "js" => "`exportResult`",
+        _ => "`lens_exporter_sdk::http`",
+    };
+    assert!(readme.contains(client), "{readme}");
     let manifest = std::fs::read_to_string(project.join("lens-exporter.toml")).unwrap();
     assert!(manifest.contains("\nhttp = true\n"), "{manifest}");
     ok(lens_in(&project).arg("build"));
