@@ -79,7 +79,7 @@ def python():
     return "\n".join(parts)
 
 
-EXPORT = re.compile(r"/\*\*(.*?)\*/\s*export (?:const|class|function) (\w+)", re.S)
+EXPORT = re.compile(r"/\*\*(.*?)\*/\s*export (?:const|class|async function|function) (\w+)", re.S)
 
 
 def js():
