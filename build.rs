@@ -53,19 +53,10 @@ fn main() {
     wasi_wit(&here);
 }
 
-/// The WASI packages of the HTTP worlds, by file name.
-const WASI_WIT: [&str; 7] = [
-    "cli.wit",
-    "clocks.wit",
-    "filesystem.wit",
-    "http.wit",
-    "io.wit",
-    "random.wit",
-    "sockets.wit",
-];
-
-/// Copies `wasmtime-wasi-http`'s WASI WIT into `OUT_DIR/wasi-wit/` (found with `cargo metadata`,
-/// which knows where this build's copy of the crate is, registry or vendored).
+/// Copies `wasmtime-wasi-http`'s WASI WIT (every `wit/deps/*.wit`) into `OUT_DIR/wasi-wit/`
+/// (the crate found with `cargo metadata`, which knows where this build's copy of it is,
+/// registry or vendored). `src/project/sdk.rs` names the files it carries; one missing here
+/// fails its `include_str!`.
 fn wasi_wit(here: &std::path::Path) {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("wasi-wit");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -102,8 +93,12 @@ fn wasi_wit(here: &std::path::Path) {
         .unwrap()
         .to_path_buf();
     std::fs::create_dir_all(&out).unwrap();
-    for file in WASI_WIT {
-        let from = crate_dir.join("wit/deps").join(file);
-        std::fs::copy(&from, out.join(file)).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    let deps = crate_dir.join("wit/deps");
+    for entry in std::fs::read_dir(&deps).unwrap_or_else(|e| panic!("{}: {e}", deps.display())) {
+        let from = entry.unwrap().path();
+        if from.extension().is_some_and(|x| x == "wit") {
+            std::fs::copy(&from, out.join(from.file_name().unwrap()))
+                .unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+        }
     }
 }

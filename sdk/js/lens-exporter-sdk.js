@@ -218,6 +218,22 @@ const logRecords = (request) => grouped(request, "resourceLogs", "scopeLogs", "l
 const rejected = (val) => ({ tag: "rejected", val });
 // A `RetryableExportError` as the WIT `retry-hint`.
 const hint = (e) => ({ message: e.message, delayMs: e.delayMs === undefined ? undefined : BigInt(e.delayMs) });
+
+// The exporter `factory` builds from `init`'s settings and resource (its failure, `init`'s error).
+function build(factory, settings, res) {
+  try {
+    return factory(Object.fromEntries(settings), witResource(res));
+  } catch (e) {
+    throw `the exporter's factory failed: ${message(e)}`;
+  }
+}
+
+// What an exception thrown by an exporter's `export` makes of the batch, as the WIT `export-error`.
+function exportError(e) {
+  if (e instanceof RetryableExportError) return { tag: "retryable", val: hint(e) };
+  if (e instanceof RejectedExportError) return rejected(e.message);
+  return rejected(`export threw ${message(e)}`);
+}
 const message = (e) => (e instanceof Error ? `${e.name}: ${e.message}` : String(e));
 
 function witResource(r) {
@@ -235,11 +251,7 @@ function adapter(factory, convert, extra) {
   };
   return {
     init(settings, res) {
-      try {
-        exporter = factory(Object.fromEntries(settings), witResource(res));
-      } catch (e) {
-        throw `the exporter's factory failed: ${message(e)}`;
-      }
+      exporter = build(factory, settings, res);
       state = "live";
       return extra.init(exporter);
     },
@@ -250,9 +262,7 @@ function adapter(factory, convert, extra) {
       try {
         ex.export(convert(JSON.parse(batch.val)), (r) => { result = r; });
       } catch (e) {
-        if (e instanceof RetryableExportError) throw { tag: "retryable", val: hint(e) };
-        if (e instanceof RejectedExportError) throw rejected(e.message);
-        throw rejected(`export threw ${message(e)}`);
+        throw exportError(e);
       }
       if (result === undefined) throw rejected("export returned without calling its resultCallback (exports must be synchronous)");
       if (result.code === ExportResultCode.SUCCESS) return;
@@ -616,17 +626,13 @@ export async function send(url, body, headers = {}, options = {}) {
 // A forwarding exporter's functions: the batch's OTLP bytes (or JSON text) go to the
 // exporter's `export` as the host made them; `export` may return a Promise (componentize-js
 // runs the event loop until it settles), so that it can `await send(...)`.
-function forwarder(factory, kinds, extra) {
+function forwarder(factory, extra) {
   let exporter = null;
   let state = "new";
   const encodings = { protobuf: "otlp-protobuf", json: "otlp-json" };
   return {
     init(settings, res) {
-      try {
-        exporter = factory(Object.fromEntries(settings), witResource(res));
-      } catch (e) {
-        throw `the exporter's factory failed: ${message(e)}`;
-      }
+      exporter = build(factory, settings, res);
       const encoding = encodings[exporter.encoding ?? "protobuf"];
       if (!encoding) throw `the exporter's encoding is ${JSON.stringify(exporter.encoding)}: say "protobuf" or "json"`;
       state = "live";
@@ -634,13 +640,11 @@ function forwarder(factory, kinds, extra) {
     },
     async export(batch) {
       if (state !== "live") throw rejected(state === "shut" ? "the exporter is shut down" : "the exporter was not initialized");
-      if (!kinds.includes(batch.tag)) throw rejected("the batch is not in the encoding asked for");
+      if (batch.tag !== "otlp-protobuf" && batch.tag !== "otlp-json") throw rejected("the batch is not in the encoding asked for");
       try {
         await exporter.export(batch.val);
       } catch (e) {
-        if (e instanceof RetryableExportError) throw { tag: "retryable", val: hint(e) };
-        if (e instanceof RejectedExportError) throw rejected(e.message);
-        throw rejected(`export threw ${message(e)}`);
+        throw exportError(e);
       }
     },
     async forceFlush() {
@@ -677,13 +681,13 @@ function forwarder(factory, kinds, extra) {
  * export const spanExporter = forwardSpans((settings) => new Forward(settings));
  * ```
  */
-export const forwardSpans = (factory) => forwarder(factory, ["otlp-protobuf", "otlp-json"], (_, encoding) => encoding);
+export const forwardSpans = (factory) => forwarder(factory, (_, encoding) => encoding);
 
 /** The `metricExporter` of a forwarding exporter (see `forwardSpans`): `export(data)` receives
  * an OTLP `ExportMetricsServiceRequest`; the object's `temporality`, `"cumulative"` (the default)
  * or `"delta"`, is what the host aggregates counters in. */
 export const forwardMetrics = (factory) =>
-  forwarder(factory, ["otlp-protobuf", "otlp-json"], (ex, encoding) => {
+  forwarder(factory, (ex, encoding) => {
     const temporality = ex.temporality ?? "cumulative";
     if (temporality !== "cumulative" && temporality !== "delta") throw `the exporter's temporality is ${JSON.stringify(temporality)}: say "cumulative" or "delta"`;
     return { encoding, temporality };
@@ -691,4 +695,4 @@ export const forwardMetrics = (factory) =>
 
 /** The `logExporter` of a forwarding exporter (see `forwardSpans`): `export(data)` receives an
  * OTLP `ExportLogsServiceRequest`. */
-export const forwardLogs = (factory) => forwarder(factory, ["otlp-protobuf", "otlp-json"], (_, encoding) => encoding);
+export const forwardLogs = (factory) => forwarder(factory, (_, encoding) => encoding);

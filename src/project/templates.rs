@@ -281,6 +281,15 @@ fn fill(text: &str, m: &Manifest, sdk: &InstalledSdk) -> String {
         .replace("{{signals}}", &signals.join(", "))
         .replace("{{sdk_version}}", SDK_VERSION)
         .replace("{{sdk_path}}", &sdk.sdk("rust").display().to_string())
+        // The Rust SDK's HTTP client is a feature: an HTTP project turns it on.
+        .replace(
+            "{{sdk_features}}",
+            if m.http {
+                ", features = [\"http\"]"
+            } else {
+                ""
+            },
+        )
         .replace("{{sdk_js_path}}", &sdk.sdk("js").display().to_string())
         .replace("{{js_entry}}", m.js_entry())
 }
@@ -568,19 +577,10 @@ pub fn files(m: &Manifest, sdk: &InstalledSdk) -> Vec<ProjectFile> {
                 sdk,
             ),
         )),
-        Language::Rust => {
-            let mut cargo = fill(include_str!("templates/rust/Cargo.toml"), m, sdk);
-            if m.http {
-                cargo = cargo.replace(
-                    &format!("path = \"{}\" }}", sdk.sdk("rust").display()),
-                    &format!(
-                        "path = \"{}\", features = [\"http\"] }}",
-                        sdk.sdk("rust").display()
-                    ),
-                );
-            }
-            files.push(("Cargo.toml", cargo));
-        }
+        Language::Rust => files.push((
+            "Cargo.toml",
+            fill(include_str!("templates/rust/Cargo.toml"), m, sdk),
+        )),
     }
     if m.http {
         files.push((

@@ -26,6 +26,7 @@ the host with the message); raise `RetryableExportError` to have the host send t
 after a backoff. The host owns retries: never sleep or retry in `export`.
 """
 
+import functools
 import json
 import traceback
 
@@ -85,9 +86,11 @@ def _resource(wit_resource):
     return Resource(attributes, wit_resource.schema_url)
 
 
+@functools.cache
 def _types():
-    """Lens's `types` interface. In a world that imports `wasi:http` too, componentize-py names
-    both after their packages (`lens_exporter_types`, `wasi_http_types`)."""
+    """Lens's `types` interface, looked up once (every export asks). In a world that imports
+    `wasi:http` too, componentize-py names both after their packages (`lens_exporter_types`,
+    `wasi_http_types`)."""
     try:
         from wit_world.imports import types
     except ImportError:
