@@ -196,6 +196,13 @@ pub fn run(args: CheckArgs) -> ExitCode {
     println!("  capabilities  (what it imports; each needs a grant in the config to do anything)");
     for (group, imports) in &report.capabilities {
         println!("    {group:<12} {}", imports.join(", "));
+        if *group == "sockets" {
+            // CPython links them in: every Python component imports them, few use them.
+            println!(
+                "                 never granted: a use is denied and said so. {}",
+                lens::wasm::USE_HTTP
+            );
+        }
     }
     println!(
         "  worst case    {} MiB per instance (memory_limit_mib {} + max_answer_mib {}); an \

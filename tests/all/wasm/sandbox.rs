@@ -55,9 +55,30 @@ fn the_host_environment_is_invisible_except_granted_variables() {
 }
 
 #[test]
-fn sockets_are_denied() {
-    let err = export(&direct("socket", &[]).0, &["a"]).unwrap_err();
+fn sockets_are_denied_with_what_to_do_instead() {
+    let log = capture_log();
+    let (exporter, _) = direct("socket", &[]);
+    let err = export(&exporter, &["a"]).unwrap_err();
+    // Warned once per instance; each call that ran into a denial says so.
+    assert_eq!(export(&exporter, &["b"]).unwrap_err(), err);
     assert!(err.contains("probe socket: Err("), "{err}");
+    let said = format!("it was denied a TCP socket (IPv4). {}", lens::wasm::USE_HTTP);
+    assert!(err.ends_with(&format!("; {said}")), "{err}");
+    let warnings = log.matching("`hostile-socket` rank 0: denied a TCP socket");
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(warnings[0].contains("(warned once per instance)"), "{warnings:?}");
+
+    let err = export(&direct("udp-and-lookup", &[]).0, &["a"]).unwrap_err();
+    assert!(err.contains("probe udp: Err("), "{err}");
+    assert!(err.contains("lookup: Err("), "{err}");
+    // The first denial of the call is named.
+    assert!(
+        err.ends_with(&format!(
+            "; it was denied a UDP socket (IPv4). {}",
+            lens::wasm::USE_HTTP
+        )),
+        "{err}"
+    );
 }
 
 #[test]

@@ -129,6 +129,36 @@ pub(crate) enum Outcome {
     Fault(Fault),
 }
 
+impl Outcome {
+    /// This outcome with `note` (what the sandbox denied during the call, `sockets`) after
+    /// its message.
+    fn noted(self, note: Option<String>) -> Self {
+        let Some(note) = note else { return self };
+        let add = |m: String| format!("{m}; {note}");
+        match self {
+            Outcome::GuestError(m) => Outcome::GuestError(add(m)),
+            Outcome::Retryable {
+                message,
+                delay,
+                payload,
+            } => Outcome::Retryable {
+                message: add(message),
+                delay,
+                payload,
+            },
+            Outcome::Partial { rejected, message } => Outcome::Partial {
+                rejected,
+                message: add(message),
+            },
+            Outcome::Fault(mut f) => {
+                f.detail = add(f.detail);
+                Outcome::Fault(f)
+            }
+            other => other,
+        }
+    }
+}
+
 /// One batch for a guest: spans are encoded on the worker (borrowed from the spans while the
 /// call lasts); metrics and logs arrive encoded, since the SDK only lends them.
 pub(crate) enum Payload {
@@ -401,10 +431,18 @@ impl InstanceFactory {
                 .await
         });
         self.record_memory(&store);
+        let note = store.data_mut().denials.take();
+        let add = |m: String| match &note {
+            Some(n) => format!("{m}; {n}"),
+            None => m,
+        };
         match init {
             Ok(Ok(preferences)) => Ok((Live { store, funcs }, preferences)),
-            Ok(Err(msg)) => Err(StartError::Refused(shown(msg, MAX_GUEST_ERROR))),
-            Err(fault) => Err(StartError::Fault(fault.with_stderr(&store))),
+            Ok(Err(msg)) => Err(StartError::Refused(add(shown(msg, MAX_GUEST_ERROR)))),
+            Err(mut fault) => {
+                fault.detail = add(fault.detail);
+                Err(StartError::Fault(fault.with_stderr(&store)))
+            }
         }
     }
 
@@ -435,7 +473,8 @@ impl InstanceFactory {
                     }
                 }
                 job => self.serve_export(rt, &mut store, &funcs, encoder, job),
-            };
+            }
+            .noted(store.data_mut().denials.take());
             self.record_memory(&store);
             let fault = matches!(outcome, Outcome::Fault(_));
             let _ = reply.send(outcome);

@@ -212,6 +212,7 @@ fn link(
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(host_error)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(host_error)?;
     super::quota::add_to_linker(&mut linker).map_err(host_error)?;
+    super::sockets::add_to_linker(&mut linker).map_err(host_error)?;
     linker.instantiate_pre(component).map_err(|e| {
         let unknown: Vec<String> = imports
             .iter()

@@ -5,7 +5,7 @@
 //! - files: only the `preopens` directories, read-only unless `read_only = false`, writes
 //!   within the exporter's `max_write_mib` (`quota`);
 //! - environment: only the `env` entries (explicit values, or named host variables);
-//! - network: no sockets at all; outbound HTTP through `wasi:http` to `allowed_hosts` only
+//! - network: no sockets at all (their use denied with what to do instead: `sockets`); outbound HTTP through `wasi:http` to `allowed_hosts` only
 //!   (anything else gets `HttpRequestDenied` and is logged: `http`), over connections the
 //!   host makes to addresses it checked (`egress`), with the entry's `credentials` added by
 //!   the host to the requests they are for (the guest never holds them);
@@ -31,6 +31,7 @@ pub mod interface;
 pub(crate) mod limits;
 pub mod link;
 pub(crate) mod quota;
+pub mod sockets;
 pub mod warm;
 
 use std::collections::BTreeMap;
@@ -56,6 +57,7 @@ pub use limits::{
     MemoryLimitExceeded, MemoryLimiter, TABLE_ELEMENT_BYTES,
 };
 use quota::{Budgeted, WriteBudget};
+use sockets::{DeniesSockets, Denials};
 
 /// The grants of one exporter, resolved at setup (host variables read, paths checked).
 #[derive(Debug, Clone)]
@@ -98,6 +100,8 @@ pub(crate) struct HostState {
     pub(super) write_budget: Option<Arc<WriteBudget>>,
     /// The instance's last stderr lines, for its fault's message.
     pub(super) stderr_tail: Arc<StderrTail>,
+    /// The sockets it was denied (`sockets`), for the message of the call that ran into one.
+    pub(super) denials: Denials,
 }
 
 impl WasiView for HostState {
@@ -112,6 +116,12 @@ impl WasiView for HostState {
 impl Budgeted for HostState {
     fn write_budget(&self) -> Option<Arc<WriteBudget>> {
         self.write_budget.clone()
+    }
+}
+
+impl DeniesSockets for HostState {
+    fn denied(&mut self, what: String) {
+        self.denials.record(what);
     }
 }
 
@@ -186,6 +196,7 @@ impl HostState {
             limiter: MemoryLimiter::new(grants.memory_limit),
             write_budget: grants.write_budget.clone(),
             stderr_tail,
+            denials: Denials::new(grants.log_prefix.clone()),
         })
     }
 }

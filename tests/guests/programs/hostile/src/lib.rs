@@ -366,6 +366,15 @@ fn export(batch: Batch) -> Result<(), String> {
                 "probe socket: {:?}",
                 std::net::TcpStream::connect("127.0.0.1:9").map(|_| ())
             )),
+            // A UDP socket and a name lookup, the other two ways to a socket.
+            "udp-and-lookup" => {
+                use std::net::ToSocketAddrs;
+                Err(format!(
+                    "probe udp: {:?}; lookup: {:?}",
+                    std::net::UdpSocket::bind("127.0.0.1:0").map(|_| ()),
+                    "collector.example:4318".to_socket_addrs().map(|_| ())
+                ))
+            }
             "http" => Err(format!("probe {}", http_probe(&authority))),
             "steal-credential" => Err(steal_credential()),
             // One write of `mib` MiB (default 32) to stdout in a single host call.
