@@ -81,6 +81,10 @@ fn step(name: &str, cmd: &mut Command) -> Result<String, String> {
     Ok(out)
 }
 
+/// The module componentize-py builds from (`python_entry.py`, written into `build/`).
+const PYTHON_ENTRY: &str = "lens_build_entry";
+const PYTHON_ENTRY_SOURCE: &str = include_str!("python_entry.py");
+
 fn python(
     dir: &Path,
     m: &Manifest,
@@ -123,7 +127,13 @@ fn python(
         }
         cmd.arg("-p").arg(deps);
     }
-    cmd.arg("app").arg("-o").arg(out);
+    // The entry imports app.py and, before componentize-py's snapshot, what it imports lazily.
+    let entry_dir = dir.join("build/python-entry");
+    std::fs::create_dir_all(&entry_dir).map_err(|e| format!("{}: {e}", entry_dir.display()))?;
+    let entry = entry_dir.join(format!("{PYTHON_ENTRY}.py"));
+    std::fs::write(&entry, PYTHON_ENTRY_SOURCE).map_err(|e| format!("{}: {e}", entry.display()))?;
+    cmd.arg("-p").arg(&entry_dir);
+    cmd.arg(PYTHON_ENTRY).arg("-o").arg(out);
     // A Python error is the message; componentize-py's own Rust backtrace would bury it.
     cmd.env("RUST_BACKTRACE", "0");
     let started = Instant::now();
@@ -150,7 +160,9 @@ fn python_hint((e, output): (String, String)) -> String {
         ),
         ("logs", "LogProcessor", "log_processor(MyProcessor)"),
     ] {
-        if output.contains(&format!("module 'app' has no attribute '{class}'")) {
+        if output.contains(&format!(
+            "module '{PYTHON_ENTRY}' has no attribute '{class}'"
+        )) {
             return format!(
                 "app.py defines no `{class}`, which `signals` in lens-exporter.toml asks for \
                  ({signal}): register one (`{class} = lens_exporter_sdk.{factory}`) or take \

@@ -5,5 +5,6 @@ mod examples;
 mod http_templates;
 mod language_signals;
 mod languages;
+mod python_lazy_imports;
 mod python_sdk;
 mod vendor_http;

@@ -62,11 +62,17 @@ fn sockets_are_denied_with_what_to_do_instead() {
     // Warned once per instance; each call that ran into a denial says so.
     assert_eq!(export(&exporter, &["b"]).unwrap_err(), err);
     assert!(err.contains("probe socket: Err("), "{err}");
-    let said = format!("it was denied a TCP socket (IPv4). {}", lens::wasm::USE_HTTP);
+    let said = format!(
+        "it was denied a TCP socket (IPv4). {}",
+        lens::wasm::USE_HTTP
+    );
     assert!(err.ends_with(&format!("; {said}")), "{err}");
     let warnings = log.matching("`hostile-socket` rank 0: denied a TCP socket");
     assert_eq!(warnings.len(), 1, "{warnings:#?}");
-    assert!(warnings[0].contains("(warned once per instance)"), "{warnings:?}");
+    assert!(
+        warnings[0].contains("(warned once per instance)"),
+        "{warnings:?}"
+    );
 
     let err = export(&direct("udp-and-lookup", &[]).0, &["a"]).unwrap_err();
     assert!(err.contains("probe udp: Err("), "{err}");

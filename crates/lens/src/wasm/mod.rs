@@ -57,13 +57,13 @@ pub use sandbox::guest_output::{
     DEFAULT_FORWARD_STDIO, GuestOutputBuffer, GuestOutputCopy, GuestOutputFiles, GuestOutputSink,
 };
 pub use sandbox::instance::{DEFAULT_INIT_TIMEOUT_MS, INSTANCE_PLACEHOLDER, MAX_GUEST_ERROR};
-pub use sandbox::sockets::USE_HTTP;
 pub use sandbox::interface::{GuestInterface, Role, Signal, WIT_VERSION};
 pub use sandbox::limits::{
     DEFAULT_MEMORY_LIMIT_MIB, MAX_INSTANCES, MAX_MEMORIES, MAX_TABLES, MemoryLimitExceeded,
     TABLE_ELEMENT_BYTES,
 };
 pub use sandbox::link::{LoadChecks, LoadedComponent, load};
+pub use sandbox::sockets::USE_HTTP;
 pub use sandbox::warm::{Warmed, warm_cache};
 pub use source::DEFAULT_MAX_FILE_MIB;
 

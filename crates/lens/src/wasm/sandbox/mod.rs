@@ -57,7 +57,7 @@ pub use limits::{
     MemoryLimitExceeded, MemoryLimiter, TABLE_ELEMENT_BYTES,
 };
 use quota::{Budgeted, WriteBudget};
-use sockets::{DeniesSockets, Denials};
+use sockets::{Denials, DeniesSockets};
 
 /// The grants of one exporter, resolved at setup (host variables read, paths checked).
 #[derive(Debug, Clone)]
