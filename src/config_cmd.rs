@@ -12,12 +12,13 @@ pub fn validate(file: &Path) -> ExitCode {
     match LensConfig::from_file(file) {
         Ok(cfg) => {
             println!(
-                "{}: valid ({} trace exporter(s), {} metric exporter(s), strategy {})",
+                "{}: valid (strategy {})",
                 file.display(),
-                cfg.trace_exporters().len(),
-                cfg.metric_exporters().len(),
                 cfg.export_strategy
             );
+            for line in exporter_lines(&cfg) {
+                println!("  {line}");
+            }
             for line in guest_memory_lines(&cfg) {
                 println!("  {line}");
             }
@@ -28,6 +29,48 @@ pub fn validate(file: &Path) -> ExitCode {
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }
+}
+
+/// What each signal exports with, and where it comes from: a signal the file lists no
+/// exporter for gets the `exporter` shorthand (`otlp` unless set), said so rather than counted
+/// as if the file had it.
+fn exporter_lines(cfg: &LensConfig) -> Vec<String> {
+    lens::Signal::ALL
+        .into_iter()
+        .map(|signal| {
+            let (listed, enabled) = match signal {
+                lens::Signal::Traces => (&cfg.traces.exporters, cfg.traces_enabled),
+                lens::Signal::Metrics => (&cfg.metrics.exporters, cfg.metrics_enabled),
+                lens::Signal::Logs => (&cfg.logs.exporters, cfg.logs_enabled),
+            };
+            let kinds: Vec<&str> = cfg
+                .exporters_of(signal)
+                .iter()
+                .map(|e| match e {
+                    ExporterSpec::Otlp(_) => "otlp",
+                    ExporterSpec::Console(_) => "console",
+                    ExporterSpec::None(_) => "none",
+                    ExporterSpec::Wasm(_) => "wasm",
+                    _ => "other",
+                })
+                .collect();
+            let what = if kinds.is_empty() {
+                "no exporter".to_string()
+            } else {
+                kinds.join(", ")
+            };
+            let source = if listed.is_empty() {
+                format!(
+                    " (the file lists none: from `exporter` = {:?})",
+                    cfg.exporter
+                )
+            } else {
+                String::new()
+            };
+            let off = if enabled { "" } else { "; the signal is off" };
+            format!("{:<8} {what}{source}{off}", signal.as_str())
+        })
+        .collect()
 }
 
 pub fn show(file: Option<&Path>) -> ExitCode {
