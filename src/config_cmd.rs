@@ -38,10 +38,10 @@ fn exporter_lines(cfg: &LensConfig) -> Vec<String> {
     lens::Signal::ALL
         .into_iter()
         .map(|signal| {
-            let (listed, enabled) = match signal {
-                lens::Signal::Traces => (&cfg.traces.exporters, cfg.traces_enabled),
-                lens::Signal::Metrics => (&cfg.metrics.exporters, cfg.metrics_enabled),
-                lens::Signal::Logs => (&cfg.logs.exporters, cfg.logs_enabled),
+            let enabled = match signal {
+                lens::Signal::Traces => cfg.traces_enabled,
+                lens::Signal::Metrics => cfg.metrics_enabled,
+                lens::Signal::Logs => cfg.logs_enabled,
             };
             let kinds: Vec<&str> = cfg
                 .exporters_of(signal)
@@ -59,7 +59,7 @@ fn exporter_lines(cfg: &LensConfig) -> Vec<String> {
             } else {
                 kinds.join(", ")
             };
-            let source = if listed.is_empty() {
+            let source = if cfg.signal(signal).exporters.is_empty() {
                 format!(
                     " (the file lists none: from `exporter` = {:?})",
                     cfg.exporter

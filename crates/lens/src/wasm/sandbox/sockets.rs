@@ -71,28 +71,8 @@ impl Denials {
 /// Shadows the functions that start a socket with ones that deny it.
 pub(crate) fn add_to_linker<T: DeniesSockets>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    linker
-        .instance(&format!("wasi:sockets/tcp-create-socket@{VERSION}"))?
-        .func_wrap(
-            "create-tcp-socket",
-            |mut store, (family,): (IpAddressFamily,)| {
-                store
-                    .data_mut()
-                    .denied(format!("a TCP socket ({})", family_name(family)));
-                Ok((Err::<Resource<TcpSocket>, _>(ErrorCode::AccessDenied),))
-            },
-        )?;
-    linker
-        .instance(&format!("wasi:sockets/udp-create-socket@{VERSION}"))?
-        .func_wrap(
-            "create-udp-socket",
-            |mut store, (family,): (IpAddressFamily,)| {
-                store
-                    .data_mut()
-                    .denied(format!("a UDP socket ({})", family_name(family)));
-                Ok((Err::<Resource<UdpSocket>, _>(ErrorCode::AccessDenied),))
-            },
-        )?;
+    deny_socket::<T, TcpSocket>(linker, "tcp", "TCP")?;
+    deny_socket::<T, UdpSocket>(linker, "udp", "UDP")?;
     linker
         .instance(&format!("wasi:sockets/ip-name-lookup@{VERSION}"))?
         .func_wrap(
@@ -106,6 +86,27 @@ pub(crate) fn add_to_linker<T: DeniesSockets>(linker: &mut Linker<T>) -> wasmtim
                 Ok((Err::<Resource<ResolveAddressStream>, _>(
                     ErrorCode::AccessDenied,
                 ),))
+            },
+        )?;
+    Ok(())
+}
+
+/// Shadows `wasi:sockets/{proto}-create-socket.create-{proto}-socket` (whose socket resource
+/// is `R`) with a denial naming `label`.
+fn deny_socket<T: DeniesSockets, R: 'static>(
+    linker: &mut Linker<T>,
+    proto: &str,
+    label: &'static str,
+) -> wasmtime::Result<()> {
+    linker
+        .instance(&format!("wasi:sockets/{proto}-create-socket@{VERSION}"))?
+        .func_wrap(
+            &format!("create-{proto}-socket"),
+            move |mut store, (family,): (IpAddressFamily,)| {
+                store
+                    .data_mut()
+                    .denied(format!("a {label} socket ({})", family_name(family)));
+                Ok((Err::<Resource<R>, _>(ErrorCode::AccessDenied),))
             },
         )?;
     Ok(())
