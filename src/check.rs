@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use lens::check::{CheckOptions, check_with};
 use lens::config::{CredentialSpec, EnvGrant, WasmExporterSpec, WasmPreopen};
+use lens::wasm::Signal;
 
 use super::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
 
@@ -13,9 +14,16 @@ use super::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
 pub struct CheckArgs {
     /// The component to check.
     file: PathBuf,
-    /// A setting handed to the guest's `init` (repeatable), e.g. `--setting path=/out/x.jsonl`.
-    #[arg(long = "setting", value_name = "KEY=VALUE")]
+    /// A setting handed to the guest's `init` (repeatable), e.g. `--setting path=/out/x.jsonl`;
+    /// `SIGNAL:KEY=VALUE` sets it for one signal's suite only (`traces`, `metrics`, `logs`),
+    /// over the plain one: `--setting traces:endpoint=http://127.0.0.1:4318/v1/traces`.
+    #[arg(long = "setting", value_name = "[SIGNAL:]KEY=VALUE")]
     settings: Vec<String>,
+    /// Send a batch again while the guest answers `retryable`, as a rank does (within the
+    /// export timeout, 30 s). Without it a case ends at the first `retryable` answer, reported
+    /// as such.
+    #[arg(long)]
+    retry: bool,
     /// Pre-open a host directory (repeatable): `HOST:GUEST` read-only, `HOST:GUEST:rw` writable.
     #[arg(long = "preopen", value_name = "HOST:GUEST[:rw]")]
     preopens: Vec<String>,
@@ -99,7 +107,33 @@ fn credential(s: &str) -> Result<CredentialSpec, String> {
     })
 }
 
-fn spec(args: &CheckArgs) -> Result<WasmExporterSpec, String> {
+/// The `SIGNAL:KEY=VALUE` settings, by signal; the rest are the entry's.
+fn signal_settings(args: &CheckArgs) -> Result<SignalSettings, String> {
+    let mut by_signal = Vec::new();
+    let mut plain = Vec::new();
+    for s in &args.settings {
+        let (key, value) = pair(s, "--setting")?;
+        let scoped = key.split_once(':').and_then(|(signal, key)| {
+            let signal = match signal {
+                "traces" => Signal::Traces,
+                "metrics" => Signal::Metrics,
+                "logs" => Signal::Logs,
+                _ => return None,
+            };
+            Some((signal, key.to_string()))
+        });
+        match scoped {
+            Some((signal, key)) => by_signal.push((signal, key, value)),
+            None => plain.push((key, value)),
+        }
+    }
+    Ok((plain, by_signal))
+}
+
+/// The settings for every signal, and those for one.
+type SignalSettings = (Vec<(String, String)>, Vec<(Signal, String, String)>);
+
+fn spec(args: &CheckArgs, settings: Vec<(String, String)>) -> Result<WasmExporterSpec, String> {
     let mut preopens = Vec::new();
     for p in &args.preopens {
         let parts: Vec<&str> = p.split(':').collect();
@@ -121,11 +155,7 @@ fn spec(args: &CheckArgs) -> Result<WasmExporterSpec, String> {
     Ok(WasmExporterSpec {
         name: Some("check".into()),
         path: args.file.clone(),
-        settings: args
-            .settings
-            .iter()
-            .map(|s| pair(s, "--setting"))
-            .collect::<Result<_, _>>()?,
+        settings: settings.into_iter().collect(),
         env: args
             .env
             .iter()
@@ -148,14 +178,19 @@ fn spec(args: &CheckArgs) -> Result<WasmExporterSpec, String> {
 }
 
 pub fn run(args: CheckArgs) -> ExitCode {
-    let spec = match spec(&args) {
+    let (spec, by_signal) = match signal_settings(&args)
+        .and_then(|(plain, by_signal)| Ok((spec(&args, plain)?, by_signal)))
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let options = CheckOptions::default().with_cold_compile(!args.quick);
+    let options = CheckOptions::default()
+        .with_cold_compile(!args.quick)
+        .with_retry(args.retry)
+        .with_signal_settings(&by_signal);
     let report = match check_with(&spec, options) {
         Ok(r) => r,
         Err(e) => {

@@ -273,6 +273,7 @@ pub fn stats_json(stats: &ExporterStats, mode: &str) -> String {
         "latency_p50_ms": s.latency_p50.as_secs_f64() * 1000.0,
         "latency_p99_ms": s.latency_p99.as_secs_f64() * 1000.0,
         "peak_memory_bytes": s.peak_memory_bytes,
+        "last_error": s.last_error,
     })
     .to_string()
 }

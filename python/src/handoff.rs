@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lens::logs::BatchLogProcessor;
-use lens::opentelemetry_sdk::error::OTelSdkResult;
+use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::logs::{LogExporter as _, LogProcessor as _};
 use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
 use lens::opentelemetry_sdk::trace::{SpanExporter as _, SpanProcessor as _};
@@ -172,9 +172,11 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
     /// `items` that could not be read (or whose resource could not): received and failed.
     pub fn failed(&self, what: &str, items: u64, started: Instant, e: PyErr) -> Option<String> {
         let export = self.stats.begin_direct_export(items);
+        let error = format!("wasm exporter `{}`: {what}: {e}", self.name);
+        let failed = Err(OTelSdkError::InternalFailure(error.clone()));
         self.stats
-            .end_direct_export(export, false, started.elapsed());
-        Some(format!("wasm exporter `{}`: {what}: {e}", self.name))
+            .end_direct_export(export, &failed, started.elapsed());
+        Some(error)
     }
 
     /// Why a hand-off after the shutdown failed (the queue counted its items as dropped at
@@ -210,7 +212,7 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
         let ticket = self.stats.begin_direct_export(items);
         let outcome = py.detach(|| self.following.with(export));
         self.stats
-            .end_direct_export(ticket, outcome.is_ok(), started.elapsed());
+            .end_direct_export(ticket, &outcome, started.elapsed());
         outcome.err().map(|e| e.to_string())
     }
 

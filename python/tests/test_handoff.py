@@ -7,6 +7,7 @@ Python's logging."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 
 import lens
@@ -98,6 +99,11 @@ def test_a_retry_storm_in_the_queue_is_bounded_and_counted(guests, tmp_path):
     assert_every_span_counted_once(stats, 10)
     assert stats["exported"] == 0 and stats["retries"] >= 1, stats
     assert stats["retries_exhausted"] >= 1 and stats["dropped_export_failed"] == 10, stats
+    # The last failure in one line: the guest's answer, and how long it was retried.
+    assert re.fullmatch(
+        r"retryable, given up after \d+ attempts: unavailable \(\d+ more\)",
+        stats["last_error"],
+    ), stats
 
 
 def test_items_the_guest_rejects_are_counted_as_rejected(guests, tmp_path):

@@ -352,6 +352,33 @@ fn processor_note(p: &lens::ExporterSnapshot, items: &str) -> String {
     )
 }
 
+/// Each exporter's last error in one line ("exporter `acme` (traces): 65 spans dropped; last
+/// error: rejected: 401 Unauthorized from 127.0.0.1:18401"), unless the rank's `error` says it.
+fn last_errors(stats: &lens::DeliveryStats, error: Option<&str>) -> Vec<String> {
+    let signals = [
+        ("traces", "spans", &stats.exporters),
+        ("metrics", "data points", &stats.metric_exporters),
+        ("logs", "log records", &stats.log_exporters),
+    ];
+    let mut notes = Vec::new();
+    for (signal, items, exporters) in signals {
+        for e in exporters.iter() {
+            let Some(line) = e.last_error.as_deref() else {
+                continue;
+            };
+            if error.is_some_and(|error| error.contains(line)) {
+                continue;
+            }
+            notes.push(format!(
+                "exporter `{}` ({signal}): {} {items} dropped; last error: {line}",
+                e.name,
+                e.dropped()
+            ));
+        }
+    }
+    notes
+}
+
 fn summary(
     handle: &TelemetryHandle,
     schedule: &Schedule,
@@ -361,6 +388,7 @@ fn summary(
 ) -> RankSummary {
     let (rss_end, max_rss) = rss_mib();
     let stats = handle.stats();
+    let error = shutdown.err().map(|e| e.to_string());
     let all = || {
         stats
             .exporters
@@ -394,13 +422,14 @@ fn summary(
         latency_p50_us: max(|e| e.latency_p50),
         latency_p99_us: max(|e| e.latency_p99),
         output: output.map(|p| p.display().to_string()),
-        error: shutdown.err().map(|e| e.to_string()),
+        error: error.clone(),
         components: Vec::new(),
         notes: all()
             .filter_map(|e| {
                 let why = e.disabled.as_deref()?;
                 Some(format!("exporter `{}` disabled at setup: {why}", e.name))
             })
+            .chain(last_errors(&stats, error.as_deref()))
             .chain(
                 stats
                     .span_processors

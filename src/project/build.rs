@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::Args;
 
-use super::manifest::{Language, Manifest};
+use super::manifest::{Language, Manifest, ProjectSignal};
 use super::sdk::{self, InstalledSdk};
 use super::tools;
 use crate::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
@@ -65,7 +65,85 @@ pub fn build(dir: &Path, m: &Manifest) -> Result<PathBuf, String> {
         Language::Js => js(dir, m, &installed, &tools_dir, &out)?,
         Language::Rust => rust(dir, m, &installed, &out)?,
     }
+    exports_match(&out, m)?;
     Ok(out)
+}
+
+/// The built component serves exactly the signals `lens-exporter.toml` lists, in its kind:
+/// a Rust `export!` can list more or fewer than the manifest, and a config entry built from the
+/// manifest would otherwise fail (or export a signal nobody asked for) only when loaded.
+fn exports_match(out: &Path, m: &Manifest) -> Result<(), String> {
+    let bytes = std::fs::read(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let names = lens::wasm::checks::structure::exports(&bytes, &Default::default())
+        .map_err(|e| format!("{}: {e}", out.display()))?;
+    let role = m.kind.as_str();
+    let mut exported = Vec::new();
+    for name in &names {
+        let Some(interface) = name
+            .strip_prefix("lens:exporter/")
+            .map(|n| n.split('@').next().unwrap_or(n))
+        else {
+            continue;
+        };
+        let signal = match interface.split_once('-') {
+            Some(("span", r)) if r == role => ProjectSignal::Spans,
+            Some(("metric", r)) if r == role => ProjectSignal::Metrics,
+            Some(("log", r)) if r == role => ProjectSignal::Logs,
+            _ => continue,
+        };
+        if !exported.contains(&signal) {
+            exported.push(signal);
+        }
+    }
+    let order = [
+        ProjectSignal::Spans,
+        ProjectSignal::Metrics,
+        ProjectSignal::Logs,
+    ];
+    exported.sort_by_key(|s| order.iter().position(|o| o == s));
+    let listed = &m.signals;
+    let missing: Vec<String> = listed
+        .iter()
+        .filter(|s| !exported.contains(s))
+        .map(|s| format!("\"{s}\""))
+        .collect();
+    let extra: Vec<String> = exported
+        .iter()
+        .filter(|s| !listed.contains(s))
+        .map(|s| format!("\"{s}\""))
+        .collect();
+    if missing.is_empty() && extra.is_empty() {
+        return Ok(());
+    }
+    let shown = |v: &[ProjectSignal]| {
+        let v: Vec<String> = v.iter().map(|s| format!("\"{s}\"")).collect();
+        format!("[{}]", v.join(", "))
+    };
+    let them = |v: &[String]| if v.len() == 1 { "it" } else { "them" };
+    let mut fix = Vec::new();
+    if !extra.is_empty() {
+        let it = them(&extra);
+        fix.push(format!(
+            "it also serves {}: add {it} to `signals`, or stop exporting {it}",
+            extra.join(", ")
+        ));
+    }
+    if !missing.is_empty() {
+        let it = them(&missing);
+        fix.push(format!(
+            "it does not serve {}: export {it} (the SDK's `export!` in Rust), or remove {it} \
+             from `signals`",
+            missing.join(", ")
+        ));
+    }
+    Err(format!(
+        "{} serves {} as {} {role}, but lens-exporter.toml has `signals = {}`: {}",
+        out.display(),
+        shown(&exported),
+        if role == "exporter" { "an" } else { "a" },
+        shown(listed),
+        fix.join("; ")
+    ))
 }
 
 /// Whether `stamp` holds `text` (what the last install was made from).

@@ -50,3 +50,41 @@ fn relative_paths_resolve_against_the_file_for_every_signal() {
         assert!(written.lines().count() > 0, "{signal}: {stdout}");
     }
 }
+
+/// `lens config validate FILE` on `text`: its standard output, the file's path shown as `FILE`.
+fn validated(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lens.toml");
+    std::fs::write(&path, text).unwrap();
+    let out = lens()
+        .args(["config", "validate"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).replace(path.to_str().unwrap(), "FILE")
+}
+
+#[test]
+fn validate_says_what_each_signal_exports_with_and_where_that_comes_from() {
+    // Traces listed; metrics from the top-level `exporter`; logs off.
+    let report = validated(
+        "enabled = true\nexporter = \"otlp\"\n\n[[traces.exporters]]\nkind = \"console\"\n",
+    );
+    assert_eq!(
+        report,
+        "FILE: valid (strategy single_rank)\n\
+         \x20 traces   console\n\
+         \x20 metrics  otlp (the file lists none: from `exporter` = \"otlp\")\n\
+         \x20 logs     otlp (the file lists none: from `exporter` = \"otlp\"); the signal is off\n"
+    );
+    // No exporter at all: each signal says so, none is counted as having one.
+    let report = validated("enabled = true\nexporter = \"none\"\nmetrics_enabled = false\n");
+    assert_eq!(
+        report,
+        "FILE: valid (strategy single_rank)\n\
+         \x20 traces   none (the file lists none: from `exporter` = \"none\")\n\
+         \x20 metrics  none (the file lists none: from `exporter` = \"none\"); the signal is off\n\
+         \x20 logs     none (the file lists none: from `exporter` = \"none\"); the signal is off\n"
+    );
+}

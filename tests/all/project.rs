@@ -151,6 +151,27 @@ fn a_rust_project_with_every_signal_builds_runs_in_the_demo_and_writes_its_outpu
             "{printed}"
         );
     }
+    // The manifest now lists spans only, the source still exports every signal: the build
+    // notices and says what to change.
+    let manifest = project.join("lens-exporter.toml");
+    let written = std::fs::read_to_string(&manifest).unwrap();
+    let spans_only = written.replace(
+        "signals = [\"spans\", \"metrics\", \"logs\"]",
+        "signals = [\"spans\"]",
+    );
+    assert_ne!(spans_only, written);
+    std::fs::write(&manifest, spans_only).unwrap();
+    let out = lens_in(&project).arg("build").output().unwrap();
+    assert!(!out.status.success());
+    let said = text(&out);
+    assert!(
+        said.contains(
+            "build/acme-rs.wasm serves [\"spans\", \"metrics\", \"logs\"] as an exporter, but \
+             lens-exporter.toml has `signals = [\"spans\"]`: it also serves \"metrics\", \"logs\": \
+             add them to `signals`, or stop exporting them"
+        ),
+        "{said}"
+    );
 }
 
 #[test]

@@ -223,8 +223,9 @@ class Sandboxed:
         (queued or in flight), batches, ``retries`` and ``retries_exhausted``, guest errors,
         traps by kind, restarts, ``reloads`` and the running ``component_sha256``, export
         latency p50/p99 in ms, the peak memory of an instance, and ``mode`` (``hand-off`` or
-        ``blocking``). Every item received ends in exactly one of exported and the dropped
-        counters."""
+        ``blocking``), and ``last_error``: the last failure in one line (``rejected: 401
+        Unauthorized from 127.0.0.1:18401``) or ``None``. Every item received ends in exactly
+        one of exported and the dropped counters."""
         return json.loads(self._core.stats_json())
 
     @property

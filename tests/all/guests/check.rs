@@ -292,3 +292,56 @@ fn the_rust_vendor_example_passes_against_a_real_collector() {
         );
     }
 }
+
+/// The recorder, its traces suite answered `retryable` twice (`traces:retryable=2`, a setting
+/// of one signal), checked with `extra` arguments.
+fn check_retryable_traces(extra: &[&str]) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let preopen = format!("{}:/out:rw", dir.path().display());
+    let mut args = vec![
+        lens_test_guests::RECORDER,
+        "--quick",
+        "--preopen",
+        &preopen,
+        "--setting",
+        "out=/out/r.jsonl",
+        "--setting",
+        "traces:retryable=2",
+    ];
+    args.extend(extra);
+    let (code, stdout, _) = check(&args);
+    (code, stdout)
+}
+
+#[test]
+fn a_retryable_answer_ends_its_case_unless_retry_is_given_and_settings_may_be_per_signal() {
+    let (code, stdout) = check_retryable_traces(&[]);
+    assert_eq!(code, 1, "{stdout}");
+    let retryable: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("not retried"))
+        .collect();
+    assert_eq!(
+        retryable,
+        [
+            "      FAIL  empty batch: answered `retryable`: unavailable (2 more); not retried \
+             (`lens check --retry` retries as a rank does, within the export timeout)",
+            "      FAIL  one span: answered `retryable`: unavailable (1 more); not retried \
+             (`lens check --retry` retries as a rank does, within the export timeout)",
+        ],
+        "{stdout}"
+    );
+    // Only the traces suite had the setting: metrics and logs pass. (The shutdown case's fresh
+    // instance answers `retryable` too, which a guest must not after shutdown.)
+    let after_shutdown = "      FAIL  shutdown, then an export fails cleanly: answered `retryable` \
+                          after shutdown: it must be `rejected`";
+    assert!(stdout.contains(after_shutdown), "{stdout}");
+    assert!(stdout.contains("FAIL: 3 of "), "{stdout}");
+
+    let (code, stdout) = check_retryable_traces(&["--retry"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("FAIL: 1 of ") && stdout.contains(after_shutdown),
+        "retried as a rank does: {stdout}"
+    );
+}

@@ -114,7 +114,14 @@ fn vendor_http_guest_without_the_host_granted_is_denied_and_counts_drops() {
         .force_flush(Duration::from_secs(10))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("is not in `allowed_hosts`"), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "force_flush incomplete: traces: exporter `vendor`: rejected: the host denied a \
+             request to 127.0.0.1:{}: not in the entry's allowed_hosts",
+            collector.http_port
+        )
+    );
     handle.shutdown(Duration::from_secs(10)).ok();
     let e = handle.stats().exporters[0].clone();
     assert_eq!(

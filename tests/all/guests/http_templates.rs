@@ -10,7 +10,9 @@ use std::process::Command;
 use lens_test_support::http::{Answer, IngestServer};
 use lens_test_support::log::capture_log;
 
-use super::vendor_http::{SPANS, assert_every_span_once, assert_rejected_with_401, run_exporter};
+use super::vendor_http::{
+    SPANS, WRONG, assert_every_span_once, assert_rejected_with_401, run_exporter,
+};
 use crate::project::{lens_in, ok};
 
 const HEADER: &str = "x-api-key";
@@ -89,14 +91,8 @@ fn delivers_with_the_key_and_is_rejected_without(
     assert_every_span_once(&server, (HEADER, key), content_type);
 
     let capture = capture_log();
-    let (flushed, stats) = run_exporter(
-        &server,
-        wasm,
-        "acme-wrong",
-        (HEADER, "a-wrong-key"),
-        &with_endpoint,
-    );
-    assert_rejected_with_401(capture, "acme-wrong", "a-wrong-key", flushed, &stats);
+    let (flushed, stats) = run_exporter(&server, wasm, WRONG.0, (HEADER, WRONG.1), &with_endpoint);
+    assert_rejected_with_401(capture, &server, flushed, &stats);
 }
 
 #[test]

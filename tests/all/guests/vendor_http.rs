@@ -153,28 +153,37 @@ fn a_wrong_key_gets_every_batch_rejected_with_the_status_in_the_log() {
         required: Some(("x-acme-key".into(), "the-right-key".into())),
         ..Answer::default()
     });
-    let (flushed, stats) = run(&server, "acme-wrong", "a-wrong-key");
-    assert_rejected_with_401(capture, "acme-wrong", "a-wrong-key", flushed, &stats);
+    let (flushed, stats) = run(&server, WRONG.0, WRONG.1);
+    assert_rejected_with_401(capture, &server, flushed, &stats);
 }
 
-/// A rank whose exporter `name` sent `wrong_key`: the flush failed with the 401, every span is
-/// counted as a failed export (the guest's error, not retried), and the rank's log names the
-/// status and the server's answer but never the key.
+/// The exporter name and the key of the runs with a wrong key.
+pub(super) const WRONG: (&str, &str) = ("acme-wrong", "a-wrong-key");
+
+/// A rank whose exporter [`WRONG`]`.0` sent the key `WRONG.1` to `server`: the flush failed with the 401,
+/// every span is counted as a failed export (the guest's error, not retried), its last error
+/// is one line in the host's words, and the rank's log names the status and the server's
+/// answer but never the key.
 pub(super) fn assert_rejected_with_401(
     capture: &lens_test_support::log::CaptureLog,
-    name: &str,
-    wrong_key: &str,
+    server: &IngestServer,
     flushed: Result<(), lens::LensError>,
     stats: &lens::trace::ExporterSnapshot,
 ) {
+    let (name, wrong_key) = WRONG;
     let err = flushed.unwrap_err().to_string();
-    assert!(err.contains("HTTP 401"), "{err}");
+    let rejected = format!("rejected: 401 Unauthorized from {}", server.authority());
+    assert_eq!(
+        err,
+        format!("force_flush incomplete: traces: exporter `{name}`: {rejected}")
+    );
     assert_eq!(
         (stats.exported, stats.dropped_export_failed, stats.retries),
         (0, SPANS as u64, 0),
         "rejected whole, not retried: {stats:?}"
     );
     assert_eq!(stats.guest_errors, stats.batches_failed, "{stats:?}");
+    assert_eq!(stats.last_error, Some(rejected));
     let logged = capture.matching(&format!("`{name}`"));
     assert!(
         logged
@@ -183,4 +192,47 @@ pub(super) fn assert_rejected_with_401(
         "{logged:?}"
     );
     assert!(logged.iter().all(|l| !l.contains(wrong_key)), "{logged:?}");
+}
+
+#[test]
+fn the_demo_table_shows_a_rejected_key_as_one_line_in_the_hosts_words() {
+    let server = IngestServer::start(Answer {
+        required: Some(("x-acme-key".into(), "the-right-key".into())),
+        ..Answer::default()
+    });
+    let authority = server.authority();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("lens.toml");
+    // No credential: the guest's requests carry no key, and the vendor answers 401.
+    std::fs::write(
+        &config,
+        format!(
+            "enabled = true\nexport_strategy = \"all_ranks\"\nmetrics_enabled = false\n\
+             [[traces.exporters]]\nkind = \"wasm\"\nname = \"acme\"\npath = {VENDOR:?}\n\
+             allowed_hosts = [\"{authority}\"]\n\
+             settings = {{ endpoint = \"http://{authority}/v1/traces\" }}\n"
+        ),
+    )
+    .unwrap();
+    let run = crate::lens()
+        .args(["demo", "--ranks", "1", "--steps", "5", "--step-ms", "0"])
+        .arg("--config")
+        .arg(&config)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&run.stdout);
+    let row = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("0  yes"))
+        .unwrap_or_else(|| panic!("rank 0's row: {table}"));
+    assert!(
+        row.ends_with(&format!(
+            "ERROR: shutdown incomplete: traces: exporter `acme`: rejected: 401 Unauthorized \
+             from {authority}"
+        )),
+        "{row}"
+    );
+    assert!(!table.contains("InternalFailure"), "{table}");
 }

@@ -11,6 +11,7 @@
 //! [`BatchQueue`] knows nothing of spans or logs: a [`BatchExport`] adapts one kind of exporter
 //! (`trace::processor`, `logs::processor`).
 
+pub(crate) mod last_error;
 pub(crate) mod retry;
 mod stats;
 #[cfg(test)]
@@ -460,6 +461,7 @@ fn export_one<E: BatchExport>(
     // carries on. (A panicking processor stage has consumed the batch: it is counted as failed.)
     // The latency recorded is the export call's.
     let mut elapsed = Duration::ZERO;
+    let errors_at = shared.stats.errors_recorded();
     let (result, processed) = match std::panic::catch_unwind(AssertUnwindSafe(|| {
         exporter.process(chunk)
     })) {
@@ -484,6 +486,7 @@ fn export_one<E: BatchExport>(
         }
     };
     if let Err(e) = &result {
+        shared.stats.record_failure(e, errors_at);
         log::warn!(
             "exporter `{}`: export of {n} {} failed: {e}",
             shared.stats.name(),

@@ -6,6 +6,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+
+use super::last_error::LastError;
 use crate::error::FaultKind;
 
 /// Why spans were dropped.
@@ -81,6 +84,8 @@ pub struct ExporterStats {
     guest_errors: AtomicU64,
     peak_memory_bytes: AtomicU64,
     traps: Mutex<BTreeMap<FaultKind, u64>>,
+    /// Its last failure, in one line.
+    last_error: LastError,
     /// Exports made outside Lens's batch queue and still running.
     direct: Mutex<DirectExports>,
 }
@@ -105,6 +110,8 @@ struct DirectExports {
 pub struct DirectExport {
     ticket: u64,
     items: u64,
+    /// Failures the exporter had recorded when it began.
+    errors_at: u64,
 }
 
 impl DirectExport {
@@ -141,6 +148,7 @@ impl ExporterStats {
             guest_errors: AtomicU64::new(0),
             peak_memory_bytes: AtomicU64::new(0),
             traps: Mutex::default(),
+            last_error: LastError::default(),
             direct: Mutex::default(),
         }
     }
@@ -194,6 +202,24 @@ impl ExporterStats {
             .unwrap_or_else(|p| p.into_inner())
             .entry(kind)
             .or_default() += 1;
+    }
+
+    /// Its last failure, in one line (`rejected: 401 Unauthorized from 127.0.0.1:18401`): by
+    /// an exporter that knows more than the error it returns says.
+    pub(crate) fn record_error(&self, line: &str) {
+        self.last_error.record(line);
+    }
+
+    /// Failures recorded so far (take it before an export, pass it to
+    /// [`record_failure`](Self::record_failure) after).
+    pub(crate) fn errors_recorded(&self) -> u64 {
+        self.last_error.recorded()
+    }
+
+    /// An export failed with `e`: its last error, unless the exporter recorded a line of its
+    /// own since `since` ([`errors_recorded`](Self::errors_recorded) before the export).
+    pub(crate) fn record_failure(&self, e: &OTelSdkError, since: u64) {
+        self.last_error.record_failure(e, since);
     }
 
     /// The exporter was disabled at setup, for `reason`.
@@ -288,14 +314,27 @@ impl ExporterStats {
         } else {
             direct.running.insert(ticket, items);
         }
-        DirectExport { ticket, items }
+        DirectExport {
+            ticket,
+            items,
+            errors_at: self.errors_recorded(),
+        }
     }
 
-    /// The export ended: its items exported or dropped as failed, unless the shutdown already
-    /// counted them.
-    pub fn end_direct_export(&self, export: DirectExport, ok: bool, elapsed: Duration) {
+    /// The export ended with `result`: its items exported or dropped as failed, unless the
+    /// shutdown already counted them; a failure is the last error (unless the exporter
+    /// recorded a more precise one meanwhile).
+    pub fn end_direct_export(
+        &self,
+        export: DirectExport,
+        result: &OTelSdkResult,
+        elapsed: Duration,
+    ) {
+        if let Err(e) = result {
+            self.record_failure(e, export.errors_at);
+        }
         if self.finish_direct(&export) {
-            self.record_batch(export.items, ok, elapsed);
+            self.record_batch(export.items, result.is_ok(), elapsed);
         }
     }
 
@@ -406,6 +445,7 @@ impl ExporterStats {
             guest_errors: self.guest_errors.load(Relaxed),
             traps: self.traps.lock().unwrap_or_else(|p| p.into_inner()).clone(),
             peak_memory_bytes: self.peak_memory_bytes.load(Relaxed),
+            last_error: self.last_error.get(),
         }
     }
 }
@@ -473,6 +513,11 @@ pub struct ExporterSnapshot {
     pub traps: BTreeMap<FaultKind, u64>,
     /// Sandboxed exporters: peak memory of an instance (all its memories and tables), bytes.
     pub peak_memory_bytes: u64,
+    /// The exporter's last failure, in one line: e.g. `rejected: 401 Unauthorized from
+    /// 127.0.0.1:18401` (a guest's answer and the HTTP answer the host saw), `retryable, given
+    /// up after 4 attempts: 503 Service Unavailable from …`, `deadline: …`.
+    #[serde(default)]
+    pub last_error: Option<String>,
 }
 
 impl ExporterSnapshot {
@@ -605,19 +650,24 @@ mod tests {
     fn every_direct_export_ends_in_one_counter_across_the_shutdown() {
         let s = ExporterStats::new("m");
         let ms = Duration::from_millis(1);
+        let (ok, err) = (
+            Ok(()),
+            Err(OTelSdkError::InternalFailure("HTTP 503".into())),
+        );
         let done = s.begin_direct_export(3);
-        s.end_direct_export(done, true, ms);
+        s.end_direct_export(done, &ok, ms);
         let failed = s.begin_direct_export(2);
-        s.end_direct_export(failed, false, ms);
+        s.end_direct_export(failed, &err, ms);
         let hung = s.begin_direct_export(5);
         let refused = s.begin_direct_export(7);
         s.abandon_direct_export(refused);
         s.close_direct();
         // The hung one ends after the shutdown counted it: nothing more.
-        s.end_direct_export(hung, true, ms);
+        s.end_direct_export(hung, &ok, ms);
         let late = s.begin_direct_export(4);
-        s.end_direct_export(late, true, ms);
+        s.end_direct_export(late, &ok, ms);
         let snap = s.snapshot();
+        assert_eq!(snap.last_error.as_deref(), Some("HTTP 503"));
         assert_eq!(snap.received, 3 + 2 + 5 + 7 + 4);
         assert_eq!(
             (

@@ -133,20 +133,64 @@ const NAME: &str = "check";
 
 /// What [`check_with`] measures beyond the conformance suites.
 #[derive(Debug, Clone, Copy)]
-pub struct CheckOptions {
+pub struct CheckOptions<'a> {
     /// Time a compile without the cache even when the cache holds the component (a second
     /// compile: seconds for a 20 MB Python guest). Default on; `lens check --quick` turns it
     /// off for an edit–check loop.
     pub cold_compile: bool,
+    /// Send a batch again while the guest answers `retryable`, as a rank does (within the
+    /// export timeout, 30 s by default). Default off: a case ends at the first `retryable`
+    /// answer, reported as such (a failing backend does not hold each case for 30 s);
+    /// `lens check --retry` turns it on.
+    pub retry: bool,
+    /// Settings of one signal's suite over the entry's (`lens check --setting
+    /// traces:endpoint=…`): a multi-signal component's endpoints differ by signal.
+    pub signal_settings: &'a [(Signal, String, String)],
 }
 
-impl Default for CheckOptions {
+impl Default for CheckOptions<'_> {
     fn default() -> Self {
-        Self { cold_compile: true }
+        Self {
+            cold_compile: true,
+            retry: false,
+            signal_settings: &[],
+        }
     }
 }
 
-impl CheckOptions {
+impl<'a> CheckOptions<'a> {
+    /// Whether to send a batch again while the guest answers `retryable`.
+    pub fn with_retry(mut self, on: bool) -> Self {
+        self.retry = on;
+        self
+    }
+
+    /// Settings for one signal's suite, over the entry's own.
+    pub fn with_signal_settings(mut self, settings: &'a [(Signal, String, String)]) -> Self {
+        self.signal_settings = settings;
+        self
+    }
+
+    /// The entry a suite of `signal` runs with: its settings for that signal, and no time to
+    /// retry in unless [`retry`](Self::retry).
+    fn spec_for(
+        &self,
+        spec: &WasmExporterSpec,
+        signal: Signal,
+        config: &crate::LensConfig,
+    ) -> WasmExporterSpec {
+        let mut spec = spec.clone();
+        for (_, key, value) in self.signal_settings.iter().filter(|(s, ..)| *s == signal) {
+            spec.settings.insert(key.clone(), value.clone());
+        }
+        if !self.retry {
+            // The call deadline defaults to the export timeout: keep it.
+            let batch = config.batch_for(signal).with_overrides(&spec.batch);
+            spec.call_timeout_ms.get_or_insert(batch.export_timeout_ms);
+            spec.batch.export_timeout_ms = Some(0);
+        }
+        spec
+    }
     /// Whether to time a cold compile when the cache already holds the component.
     pub fn with_cold_compile(mut self, on: bool) -> Self {
         self.cold_compile = on;
@@ -169,7 +213,7 @@ struct LoadReport {
 fn load_report(
     spec: &WasmExporterSpec,
     config: &crate::LensConfig,
-    options: CheckOptions,
+    options: CheckOptions<'_>,
 ) -> Result<LoadReport, LensError> {
     let err = |source: crate::error::WasmSetupError| {
         crate::wasm::sandbox::link::setup_error(NAME, spec, source)
@@ -292,7 +336,7 @@ pub fn check(spec: &WasmExporterSpec) -> Result<CheckReport, LensError> {
 /// [`check`] with `options`.
 pub fn check_with(
     spec: &WasmExporterSpec,
-    options: CheckOptions,
+    options: CheckOptions<'_>,
 ) -> Result<CheckReport, LensError> {
     let config = crate::LensConfig::from_env()?;
     let loaded = load_report(spec, &config, options)?;
@@ -300,6 +344,7 @@ pub fn check_with(
     let mut signals = Vec::new();
     for interface in &loaded.interfaces {
         let output = Arc::new(GuestOutputBuffer::default());
+        let spec = &options.spec_for(spec, interface.signal, &config);
         if interface.role == crate::wasm::Role::Processor {
             let report = match interface.signal {
                 Signal::Traces => processors::span_processor(spec, &resource, &output)?,
@@ -313,9 +358,9 @@ pub fn check_with(
             continue;
         }
         let mut report = match interface.signal {
-            Signal::Traces => suites::spans(spec, &resource, &output)?,
-            Signal::Metrics => suites::metrics(spec, &resource, &output)?,
-            Signal::Logs => suites::logs(spec, &resource, &output)?,
+            Signal::Traces => suites::spans(spec, &resource, &output, options.retry)?,
+            Signal::Metrics => suites::metrics(spec, &resource, &output, options.retry)?,
+            Signal::Logs => suites::logs(spec, &resource, &output, options.retry)?,
         };
         report.interface = interface.name();
         let outcome = export_after_shutdown(

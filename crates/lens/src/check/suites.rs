@@ -40,6 +40,9 @@ pub(super) struct Cases {
     per_item_ns: Option<f64>,
     /// What the guest writes, taken after each case.
     output: Arc<GuestOutputBuffer>,
+    /// Without `--retry`: the exporter's counts, to tell a case that ended at a `retryable`
+    /// answer, and how many batches had by the last case.
+    not_retried: Option<(Arc<ExporterStats>, u64)>,
 }
 
 impl Cases {
@@ -53,10 +56,39 @@ impl Cases {
             )],
             per_item_ns: None,
             output: output.clone(),
+            not_retried: None,
         }
     }
 
+    /// Cases whose exporter (counted in `stats`) is not retried: a case ending at a
+    /// `retryable` answer says so, instead of the host's "export failed after 1 attempt".
+    fn without_retries(mut self, stats: &Arc<ExporterStats>, retry: bool) -> Self {
+        if !retry {
+            self.not_retried = Some((stats.clone(), stats.snapshot().retries_exhausted));
+        }
+        self
+    }
+
     pub(super) fn case(&mut self, name: &'static str, outcome: Result<Duration, String>) {
+        let outcome = match (&mut self.not_retried, outcome) {
+            (Some((stats, seen)), Err(e)) => {
+                let snapshot = stats.snapshot();
+                if snapshot.retries_exhausted > *seen {
+                    *seen = snapshot.retries_exhausted;
+                    let line = snapshot.last_error.unwrap_or(e);
+                    let said = line
+                        .strip_prefix("retryable, given up after 1 attempt: ")
+                        .unwrap_or(&line);
+                    Err(format!(
+                        "answered `retryable`: {said}; not retried (`lens check --retry` retries \
+                         as a rank does, within the export timeout)"
+                    ))
+                } else {
+                    Err(e)
+                }
+            }
+            (_, outcome) => outcome,
+        };
         self.cases
             .push(CaseResult::new(name, outcome, &self.output));
     }
@@ -122,10 +154,11 @@ pub(super) fn spans(
     spec: &WasmExporterSpec,
     resource: &Resource,
     output: &Arc<GuestOutputBuffer>,
+    retry: bool,
 ) -> Result<SignalReport, LensError> {
     let copy = GuestOutputCopy::Sink(output.clone());
     let (exporter, stats) = WasmSpanExporter::from_config_with_output(NAME, spec, resource, copy)?;
-    let mut c = Cases::new(output);
+    let mut c = Cases::new(output).without_retries(&stats, retry);
     c.case("empty batch", timed(|| export_spans(&exporter, Vec::new())));
     c.case("one span", timed(|| export_spans(&exporter, spans::one())));
     c.case(
@@ -162,12 +195,13 @@ pub(super) fn metrics(
     spec: &WasmExporterSpec,
     resource: &Resource,
     output: &Arc<GuestOutputBuffer>,
+    retry: bool,
 ) -> Result<SignalReport, LensError> {
     let copy = GuestOutputCopy::Sink(output.clone());
     let (exporter, stats) =
         WasmMetricExporter::from_config_with_output(NAME, spec, resource, copy)?;
     let temporality = exporter.temporality();
-    let mut c = Cases::new(output);
+    let mut c = Cases::new(output).without_retries(&stats, retry);
     c.case(
         "empty collection",
         timed(|| export_metrics(&exporter, &ResourceMetrics::default())),
@@ -212,10 +246,11 @@ pub(super) fn logs(
     spec: &WasmExporterSpec,
     resource: &Resource,
     output: &Arc<GuestOutputBuffer>,
+    retry: bool,
 ) -> Result<SignalReport, LensError> {
     let copy = GuestOutputCopy::Sink(output.clone());
     let (exporter, stats) = WasmLogExporter::from_config_with_output(NAME, spec, resource, copy)?;
-    let mut c = Cases::new(output);
+    let mut c = Cases::new(output).without_retries(&stats, retry);
     c.case("empty batch", timed(|| export_logs(&exporter, &[])));
     let records: LogRecords = every_log_body();
     let names: [&'static str; 8] = [

@@ -103,7 +103,7 @@ impl CountedMetricExporter {
             }
         };
         self.stats
-            .end_direct_export(export, result.is_ok(), started.elapsed());
+            .end_direct_export(export, &result, started.elapsed());
         result
     }
 
@@ -118,7 +118,7 @@ impl CountedMetricExporter {
         let ticket = self.stats.begin_direct_export(data_points(metrics));
         let result = export.await;
         self.stats
-            .end_direct_export(ticket, result.is_ok(), started.elapsed());
+            .end_direct_export(ticket, &result, started.elapsed());
         result
     }
 }

@@ -202,24 +202,19 @@ impl TelemetryHandle {
         let inner = self.inner.clone();
         let (tx, rx) = crossbeam_channel::bounded(1);
         std::thread::spawn(move || {
-            let traces = inner
-                .tracer_provider
-                .sdk_provider()
-                .force_flush()
-                .map_err(|e| format!("traces: {e}"));
-            let metrics = inner
-                .meter_provider
-                .force_flush()
-                .map_err(|e| format!("metrics: {e}"));
-            let logs = if inner.log_fanout.is_none() {
-                Ok(())
-            } else {
-                inner
-                    .logger_provider
-                    .force_flush()
-                    .map_err(|e| format!("logs: {e}"))
-            };
-            let _ = tx.send(traces.and(metrics).and(logs));
+            let mut failed = Vec::new();
+            if let Err(e) = inner.tracer_provider.sdk_provider().force_flush() {
+                failed.push((Signal::Traces, e));
+            }
+            if let Err(e) = inner.meter_provider.force_flush() {
+                failed.push((Signal::Metrics, e));
+            }
+            if inner.log_fanout.is_some()
+                && let Err(e) = inner.logger_provider.force_flush()
+            {
+                failed.push((Signal::Logs, e));
+            }
+            let _ = tx.send(failures(&failed, &snapshots(&inner)));
         });
         match rx.recv_timeout(timeout) {
             Ok(Ok(())) => Ok(()),
@@ -297,48 +292,115 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     if let Some(state) = &inner.reload {
         state.stop.store(true, std::sync::atomic::Ordering::Release);
     }
-    let mut errors = Vec::new();
+    let mut failed = Vec::new();
     if inner.fanout.is_some()
         && let Err(e) = inner
             .tracer_provider
             .sdk_provider()
             .shutdown_with_timeout(timeout)
     {
-        errors.push(format!("traces: {e}"));
+        failed.push((Signal::Traces, e));
     }
     if let Err(e) = inner.meter_provider.shutdown_with_timeout(timeout)
         && !matches!(e, opentelemetry_sdk::error::OTelSdkError::AlreadyShutdown)
         && inner.exporting
     {
-        errors.push(format!("metrics: {e}"));
+        failed.push((Signal::Metrics, e));
     }
     if inner.log_fanout.is_some()
         && let Err(e) = inner.logger_provider.shutdown_with_timeout(timeout)
     {
-        errors.push(format!("logs: {e}"));
+        failed.push((Signal::Logs, e));
     }
     // A metric export the reader stopped waiting for (a guest hung in `export`) is over for
     // this installation: its data points end as dropped at shutdown, and later ones too.
     for stats in &inner.metric_stats {
         stats.close_direct();
     }
-    if let Some(f) = &inner.fanout {
-        log_stats(inner.rank.rank, Signal::Traces, &f.stats().exporters);
+    let exporters = snapshots(inner);
+    if inner.fanout.is_some() {
+        log_stats(inner.rank.rank, Signal::Traces, &exporters[0]);
     }
-    log_stats(inner.rank.rank, Signal::Logs, &inner.log_stats.snapshots());
-    let metrics: Vec<_> = inner.metric_stats.iter().map(|s| s.snapshot()).collect();
-    log_stats(inner.rank.rank, Signal::Metrics, &metrics);
+    log_stats(inner.rank.rank, Signal::Logs, &exporters[2]);
+    log_stats(inner.rank.rank, Signal::Metrics, &exporters[1]);
+    let outcome = failures(&failed, &exporters);
     // The process stays set up, as in NeMo Lens: a later enabled setup needs `allow_reinit`.
-    let outcome = if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors.join("; "))
-    };
     *done = Some(outcome.clone());
     outcome.map_err(|details| LensError::Incomplete {
         operation: "shutdown",
         details,
     })
+}
+
+/// The exporters' counts of traces, metrics and logs.
+fn snapshots(inner: &HandleInner) -> [Vec<ExporterSnapshot>; 3] {
+    [
+        inner
+            .fanout
+            .as_ref()
+            .map(|f| f.stats().exporters)
+            .unwrap_or_default(),
+        inner.metric_stats.iter().map(|s| s.snapshot()).collect(),
+        inner.log_stats.snapshots(),
+    ]
+}
+
+/// The signals that `failed` a flush or shutdown, each in one line (`signal_error`), or `Ok`.
+fn failures(
+    failed: &[(Signal, opentelemetry_sdk::error::OTelSdkError)],
+    exporters: &[Vec<ExporterSnapshot>; 3],
+) -> Result<(), String> {
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = failed
+        .iter()
+        .map(|(signal, e)| {
+            let of = match signal {
+                Signal::Traces => &exporters[0],
+                Signal::Metrics => &exporters[1],
+                Signal::Logs => &exporters[2],
+            };
+            signal_error(*signal, e, of)
+        })
+        .collect();
+    Err(lines.join("; "))
+}
+
+/// Why `signal`'s flush or shutdown failed, in one line: what its exporters last failed with (the
+/// guest's answer, the server's status), else the SDK's error (whose own text is nested debug
+/// output: `Shutdown errors: [InternalFailure("BatchSpanProcessor { … }: …")]`).
+fn signal_error(
+    signal: Signal,
+    e: &opentelemetry_sdk::error::OTelSdkError,
+    exporters: &[ExporterSnapshot],
+) -> String {
+    let last: Vec<String> = exporters
+        .iter()
+        .filter_map(|x| {
+            let line = x.last_error.as_deref()?;
+            Some(format!("exporter `{}`: {line}", x.name))
+        })
+        .collect();
+    let why = if !last.is_empty() {
+        last.join("; ")
+    } else if let Some(waited) = waited(&e.to_string()) {
+        format!("timed out after {waited}")
+    } else {
+        crate::batch::last_error::one_line(&e.to_string())
+    };
+    format!("{}: {why}", signal.as_str())
+}
+
+/// How long the SDK's error says it waited: `Timeout(5s)` (a reader's own deadline) or
+/// `timed out after 9.999997565s` (a processor's), as `5s` or `10.0s`.
+fn waited(sdk: &str) -> Option<String> {
+    if let Some(after) = sdk.split("Timeout(").nth(1) {
+        return after.split(')').next().map(str::to_string);
+    }
+    let after = sdk.split("timed out after ").nth(1)?;
+    let secs: f64 = after.split('s').next()?.parse().ok()?;
+    Some(format!("{secs:.1}s"))
 }
 
 fn log_stats(rank: u32, signal: Signal, exporters: &[ExporterSnapshot]) {
@@ -359,5 +421,23 @@ fn log_stats(rank: u32, signal: Signal, exporters: &[ExporterSnapshot]) {
         } else {
             log::info!("{line}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::waited;
+
+    #[test]
+    fn the_sdks_timeouts_read_as_how_long_it_waited() {
+        assert_eq!(waited("[Timeout(5s)]").as_deref(), Some("5s"));
+        assert_eq!(
+            waited(
+                "Shutdown errors: [InternalFailure(\"…: Operation timed out after 9.999997565s\")]"
+            )
+            .as_deref(),
+            Some("10.0s")
+        );
+        assert_eq!(waited("HTTP 503"), None);
     }
 }

@@ -79,6 +79,32 @@ impl Structure {
     }
 }
 
+/// The names the component in `bytes` exports at its top level (`lens:exporter/
+/// span-exporter@0.4.0`, …), in order, without compiling it; at most `limits.max_names`
+/// are read (a file listing more is refused when loaded anyway). Malformed sections are
+/// [`LoadError::Invalid`].
+pub fn exports(bytes: &[u8], limits: &StructureLimits) -> Result<Vec<String>, LoadError> {
+    let invalid = |e: wasmparser::BinaryReaderError| LoadError::Invalid { source: e.into() };
+    let mut names = Vec::new();
+    let mut depth = 0u32;
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload.map_err(invalid)? {
+            Payload::Version { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentExportSection(r) if depth == 1 => {
+                for export in r {
+                    if names.len() as u64 >= limits.max_names {
+                        return Ok(names);
+                    }
+                    names.push(export.map_err(invalid)?.name.name.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(names)
+}
+
 /// Counts `bytes`' structure, stopping at the first limit exceeded (so a deep file is never
 /// walked to its bottom). Malformed section headers are [`LoadError::Invalid`].
 pub fn measure(bytes: &[u8], limits: &StructureLimits) -> Result<Structure, LoadError> {

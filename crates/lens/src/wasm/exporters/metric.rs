@@ -144,7 +144,7 @@ impl WasmMetricExporter {
             Payload::Metrics(encode_otlp_metrics(request, preferences.encoding))
         });
         self.stats
-            .end_direct_export(export, result.is_ok(), started.elapsed());
+            .end_direct_export(export, &result, started.elapsed());
         result
     }
 
@@ -178,7 +178,7 @@ impl PushMetricExporter for WasmMetricExporter {
             Payload::Metrics(encode_metrics(metrics, preferences.encoding))
         });
         self.stats
-            .end_direct_export(export, result.is_ok(), started.elapsed());
+            .end_direct_export(export, &result, started.elapsed());
         result
     }
 

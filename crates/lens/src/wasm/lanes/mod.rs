@@ -39,6 +39,8 @@ struct Lane {
     started_once: bool,
     backoff: Backoff,
     shut_down: bool,
+    /// What the server said in the last call's last HTTP exchange, when it went wrong.
+    answer: Option<String>,
 }
 
 /// The instances of a component serving one signal: one per lane, as many lanes as the
@@ -64,6 +66,11 @@ const POLL: Duration = Duration::from_millis(5);
 /// A lane and the batch to run on it; the lanes' shutdown; or the batch back (see `Lanes::live`).
 type Live<'a, F> = Result<Result<(MutexGuard<'a, Lane>, F), OTelSdkError>, F>;
 
+/// `1 attempt`, `4 attempts`.
+fn attempts(n: u32) -> String {
+    format!("{n} attempt{}", if n == 1 { "" } else { "s" })
+}
+
 fn lock(lane: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
     lane.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -85,6 +92,7 @@ impl Lanes {
                 started_once: false,
                 backoff: Backoff::default(),
                 shut_down: false,
+                answer: None,
             })
         };
         Self {
@@ -239,6 +247,9 @@ impl Lanes {
             backtrace,
         } = fault;
         log::warn!("{}: {kind}: {detail}", self.label());
+        self.factory
+            .stats
+            .record_error(&format!("{kind}: {detail}"));
         if let Some(backtrace) = backtrace {
             log::debug!("{}: {kind}: {backtrace}", self.label());
         }
@@ -263,13 +274,26 @@ impl Lanes {
     /// fault is an `Err`; any other outcome is the caller's to handle.
     fn call_outcome(&self, lane: &mut Lane, job: Job) -> Result<Outcome, OTelSdkError> {
         self.check_backoff(lane)?;
-        let outcome = match self.ensure_worker(lane) {
-            Ok(worker) => worker.call(job),
-            Err(fault) => Outcome::Fault(fault),
+        let call = job.call_name();
+        let (outcome, answer) = match self.ensure_worker(lane) {
+            Ok(worker) => {
+                let outcome = worker.call(job);
+                (outcome, worker.http_answer())
+            }
+            Err(fault) => (Outcome::Fault(fault), None),
         };
+        lane.answer = answer;
         match outcome {
             Outcome::GuestError(msg) => {
                 self.factory.stats.record_guest_error();
+                let failed = match call {
+                    "export" => "rejected".to_string(),
+                    other => format!("`{other}` failed"),
+                };
+                let said = lane.answer.take().unwrap_or_else(|| msg.clone());
+                self.factory
+                    .stats
+                    .record_error(&format!("{failed}: {said}"));
                 Err(OTelSdkError::InternalFailure(format!(
                     "{}: {msg}",
                     self.label()
@@ -370,6 +394,10 @@ impl Lanes {
                     // A guest claiming more than the batch cannot unbalance the counts.
                     let rejected = rejected.min(items);
                     self.factory.stats.record_rejected(rejected);
+                    let said = lane.answer.take().unwrap_or_else(|| message.clone());
+                    self.factory
+                        .stats
+                        .record_error(&format!("{rejected} of {items} rejected: {said}"));
                     log::warn!(
                         "{}: {rejected} of the batch rejected: {message}",
                         self.label()
@@ -381,6 +409,12 @@ impl Lanes {
             match schedule.next(Instant::now(), delay, rand::random()) {
                 Some(wait) => {
                     self.factory.stats.record_retry();
+                    // Said now, not only when given up: a shutdown may end the wait first.
+                    let said = lane.answer.take().unwrap_or_else(|| message.clone());
+                    self.factory.stats.record_error(&format!(
+                        "retryable, retrying after {}: {said}",
+                        attempts(schedule.attempts() - 1)
+                    ));
                     log::debug!(
                         "{}: retryable ({message}); attempt {} in {wait:?}",
                         self.label(),
@@ -388,21 +422,29 @@ impl Lanes {
                     );
                     if !self.wait_to_retry(wait) {
                         self.factory.stats.record_retries_exhausted();
+                        let tried = attempts(schedule.attempts() - 1);
+                        let said = lane.answer.take().unwrap_or_else(|| message.clone());
+                        self.factory.stats.record_error(&format!(
+                            "retryable, given up at shutdown after {tried}: {said}"
+                        ));
                         return Err(OTelSdkError::InternalFailure(format!(
-                            "{}: export given up at shutdown after {} attempts: \
-                             {message}",
+                            "{}: export given up at shutdown after {tried}: {message}",
                             self.label(),
-                            schedule.attempts() - 1
                         )));
                     }
                     payload = back;
                 }
                 None => {
                     self.factory.stats.record_retries_exhausted();
+                    let said = lane.answer.take().unwrap_or_else(|| message.clone());
+                    self.factory.stats.record_error(&format!(
+                        "retryable, given up after {}: {said}",
+                        attempts(schedule.attempts())
+                    ));
                     return Err(OTelSdkError::InternalFailure(format!(
-                        "{}: export failed after {} attempts: {message}",
+                        "{}: export failed after {}: {message}",
                         self.label(),
-                        schedule.attempts()
+                        attempts(schedule.attempts())
                     )));
                 }
             }

@@ -8,7 +8,7 @@
 //! with a warning once per instance. No other request gets it, redirects are not followed, and
 //! plain http carries a credential only to loopback (checked with the config).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use http::{HeaderName, HeaderValue};
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
@@ -39,6 +39,25 @@ impl std::fmt::Debug for HostCredential {
     }
 }
 
+/// The last HTTP exchange of an instance's current call, when it went wrong: `401 Unauthorized
+/// from 127.0.0.1:18401`, `connection refused (127.0.0.1:18402)`, `the host denied a request
+/// to …: not in the entry's allowed_hosts`. Set by the host as it answers the guest's requests (a later success clears
+/// it), read after the call for the exporter's last error: what the server said, in the
+/// host's words, whatever the guest makes of it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HttpAnswer(Arc<Mutex<Option<String>>>);
+
+impl HttpAnswer {
+    fn set(&self, answer: Option<String>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = answer;
+    }
+
+    /// The answer since the last `take`.
+    pub(crate) fn take(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
 /// The `wasi:http` policy of one instance.
 pub(crate) struct HttpPolicy {
     allowed: Vec<String>,
@@ -47,16 +66,19 @@ pub(crate) struct HttpPolicy {
     log_prefix: Arc<str>,
     /// Whether this instance was warned of setting a credential's header itself.
     warned_replaced: bool,
+    /// What the last exchange that went wrong was.
+    answer: HttpAnswer,
 }
 
 impl HttpPolicy {
     /// The policy of an instance granted `allowed` hosts and `credentials`, reaching what
-    /// `egress` allows, logging as `log_prefix`.
+    /// `egress` allows, logging as `log_prefix`, noting exchanges that go wrong in `answer`.
     pub(crate) fn new(
         allowed: Vec<String>,
         credentials: Arc<[HostCredential]>,
         egress: Egress,
         log_prefix: Arc<str>,
+        answer: HttpAnswer,
     ) -> Self {
         Self {
             allowed,
@@ -64,6 +86,7 @@ impl HttpPolicy {
             egress,
             log_prefix,
             warned_replaced: false,
+            answer,
         }
     }
 
@@ -198,20 +221,40 @@ impl WasiHttpHooks for HttpPolicy {
         let host = uri.host().unwrap_or_default().to_string();
         let https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let authority = format!("{}:{port}", escape(&host));
         if !host_allowed(&self.allowed, &host, port) {
             log::warn!(
-                "{}: denied HTTP request to {}:{port} (not in allowed_hosts)",
+                "{}: denied HTTP request to {authority} (not in allowed_hosts)",
                 self.log_prefix,
-                escape(&host)
             );
+            self.answer.set(Some(format!(
+                "the host denied a request to {authority}: not in the entry's allowed_hosts"
+            )));
             return Box::new(async { Err(Error::HttpRequestDenied) });
         }
         self.add_credentials(&mut request, https, &host, port);
         let _ = fut;
         let egress = self.egress;
         let log_prefix = self.log_prefix.clone();
-        Box::new(async move { egress::send(request, options, egress, &log_prefix).await })
+        let answer = self.answer.clone();
+        Box::new(async move {
+            let sent = egress::send(request, options, egress, &log_prefix).await;
+            answer.set(match &sent {
+                Ok((response, _)) => went_wrong(response.status(), &authority),
+                Err(e) => Some(format!("{e} ({authority})")),
+            });
+            sent
+        })
     }
+}
+
+/// `401 Unauthorized from 127.0.0.1:18401` for a response with an error status; `None` for
+/// any other.
+fn went_wrong(status: http::StatusCode, authority: &str) -> Option<String> {
+    (status.is_client_error() || status.is_server_error()).then(|| {
+        let reason = status.canonical_reason().unwrap_or("");
+        format!("{} {reason} from {authority}", status.as_str()).replace("  ", " ")
+    })
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ use crate::encoding::{BatchEncoder, EncodedBatch};
 use crate::error::FaultKind;
 use crate::wasm::artefact::engine::{EPOCH_TICK, ticks};
 use crate::wasm::sandbox::guest_output::shown;
+use crate::wasm::sandbox::http::HttpAnswer;
 use crate::wasm::sandbox::interface::{GuestFuncs, GuestInterface, Preferences};
 use crate::wasm::sandbox::{Grants, HostState, MemoryLimitExceeded};
 
@@ -191,7 +192,7 @@ pub(crate) enum Job {
 
 impl Job {
     /// The guest function the job calls, as the WIT names it.
-    fn call_name(&self) -> &'static str {
+    pub(crate) fn call_name(&self) -> &'static str {
         match self {
             Job::Export(_) => "export",
             Job::Process(_) => "process",
@@ -239,11 +240,14 @@ pub(crate) struct Worker {
     call_timeout: Duration,
     /// What this instance asked for in `init`.
     pub preferences: Preferences,
+    /// The last HTTP exchange of the current call that went wrong.
+    answer: HttpAnswer,
 }
 
 impl Worker {
     /// Runs `job` on the instance and waits at most the call deadline (plus a grace).
     pub(crate) fn call(&self, job: Job) -> Outcome {
+        self.answer.take();
         let (tx, rx) = bounded(1);
         if self.jobs.send((job, tx)).is_err() {
             return Outcome::Fault(Fault::new(
@@ -262,6 +266,12 @@ impl Worker {
                     ),
                 ))
             })
+    }
+
+    /// What the server said in the last call's last HTTP exchange, when it went wrong (`401
+    /// Unauthorized from 127.0.0.1:18401`), in the host's words.
+    pub(crate) fn http_answer(&self) -> Option<String> {
+        self.answer.take()
     }
 }
 
@@ -302,9 +312,11 @@ impl InstanceFactory {
         let (jobs_tx, jobs_rx) = unbounded();
         let factory = self.clone();
         let resource = resource.clone();
+        let answer = HttpAnswer::default();
+        let instance_answer = answer.clone();
         std::thread::Builder::new()
             .name(format!("lens-wasm-{}", self.name))
-            .spawn(move || factory.run(&resource, number, ready_tx, jobs_rx))
+            .spawn(move || factory.run(&resource, number, instance_answer, ready_tx, jobs_rx))
             .map_err(|e| {
                 StartError::Fault(Fault::new(
                     FaultKind::HostError,
@@ -317,6 +329,7 @@ impl InstanceFactory {
                 jobs: jobs_tx,
                 call_timeout: self.call_timeout,
                 preferences,
+                answer,
             }),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(StartError::Fault(Fault::new(
@@ -332,6 +345,7 @@ impl InstanceFactory {
         self: Arc<Self>,
         resource: &Resource,
         number: usize,
+        answer: HttpAnswer,
         ready: Sender<Result<Preferences, StartError>>,
         jobs: Receiver<(Job, Sender<Outcome>)>,
     ) {
@@ -349,7 +363,7 @@ impl InstanceFactory {
                 return;
             }
         };
-        let (live, preferences) = match self.instantiate(&rt, resource, number) {
+        let (live, preferences) = match self.instantiate(&rt, resource, number, answer) {
             Ok(started) => started,
             Err(e) => {
                 let _ = ready.send(Err(e));
@@ -404,10 +418,11 @@ impl InstanceFactory {
         rt: &tokio::runtime::Runtime,
         resource: &Resource,
         number: usize,
+        answer: HttpAnswer,
     ) -> Result<(Live, Preferences), StartError> {
         let mut store = Store::new(
             &self.engine,
-            HostState::new(&self.grants)
+            HostState::new(&self.grants, answer)
                 .map_err(|e| StartError::Fault(Fault::from_wasmtime(&e)))?,
         );
         store.limiter(|s| &mut s.limiter);

@@ -137,7 +137,7 @@ impl WasiHttpView for HostState {
 
 impl HostState {
     /// A fresh sandbox for one instance.
-    pub(crate) fn new(grants: &Grants) -> wasmtime::Result<Self> {
+    pub(crate) fn new(grants: &Grants, answer: http::HttpAnswer) -> wasmtime::Result<Self> {
         let mut b = WasiCtxBuilder::new();
         for (k, v) in &grants.env {
             b.env(k, v);
@@ -192,6 +192,7 @@ impl HostState {
                 grants.credentials.clone(),
                 grants.egress,
                 grants.log_prefix.clone(),
+                answer,
             ),
             limiter: MemoryLimiter::new(grants.memory_limit),
             write_budget: grants.write_budget.clone(),
