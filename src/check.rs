@@ -12,8 +12,16 @@ use super::{EXIT_BAD_INPUT, EXIT_RUN_FAILED};
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// The component to check.
+    /// The component to check: a `.wasm` file, or an `oci://HOST/REPOSITORY[:TAG]@sha256:DIGEST`
+    /// reference (pulled into the node's store first).
     file: PathBuf,
+    /// For a reference: follow a tag without a digest.
+    #[arg(long)]
+    allow_unpinned: bool,
+    /// For a reference: a registry (`host:port`) reached over plain http (repeatable; loopback
+    /// always is).
+    #[arg(long = "insecure-registry", value_name = "HOST:PORT")]
+    insecure_registries: Vec<String>,
     /// A setting handed to the guest's `init` (repeatable), e.g. `--setting path=/out/x.jsonl`;
     /// `SIGNAL:KEY=VALUE` sets it for one signal's suite only (`traces`, `metrics`, `logs`),
     /// over the plain one: `--setting traces:endpoint=http://127.0.0.1:4318/v1/traces`.
@@ -162,6 +170,8 @@ fn spec(args: &CheckArgs, settings: Vec<(String, String)>) -> Result<WasmExporte
             .map(|s| pair(s, "--env").map(|(k, v)| (k, EnvGrant::Value(v.into()))))
             .collect::<Result<_, _>>()?,
         preopens,
+        allow_unpinned: args.allow_unpinned.then_some(true),
+        insecure_registries: args.insecure_registries.clone(),
         allowed_hosts: args.allowed_hosts.clone(),
         credentials: args
             .credentials

@@ -10,16 +10,31 @@ use super::EXIT_BAD_INPUT;
 
 #[derive(Args)]
 pub struct CompileArgs {
-    /// A `.wasm` component, or a config file (`.toml`) whose wasm exporters to compile.
+    /// A `.wasm` component, an `oci://HOST/REPOSITORY[:TAG]@sha256:DIGEST` reference (pulled
+    /// into the node's store first), or a config file (`.toml`) whose wasm exporters to
+    /// compile.
     file: PathBuf,
-    /// For a `.wasm` file: compile for exporters with a fuel budget (`fuel_per_call`), whose
+    /// For a component: compile for exporters with a fuel budget (`fuel_per_call`), whose
     /// engine differs.
     #[arg(long)]
     fuel: bool,
+    /// For a reference: follow a tag without a digest.
+    #[arg(long)]
+    allow_unpinned: bool,
+    /// For a reference: a registry (`host:port`) reached over plain http (repeatable; loopback
+    /// always is).
+    #[arg(long = "insecure-registry", value_name = "HOST:PORT")]
+    insecure_registries: Vec<String>,
 }
 
 pub fn run(args: CompileArgs) -> ExitCode {
-    let warmed = match lens::wasm::sandbox::warm::warm_file(&args.file, args.fuel, &ProcessEnv) {
+    let entry = lens::config::WasmExporterSpec {
+        fuel_per_call: args.fuel.then_some(u64::MAX),
+        allow_unpinned: args.allow_unpinned.then_some(true),
+        insecure_registries: args.insecure_registries.clone(),
+        ..Default::default()
+    };
+    let warmed = match lens::wasm::sandbox::warm::warm_file(&args.file, &entry, &ProcessEnv) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("error: {e}");

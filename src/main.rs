@@ -14,6 +14,7 @@ mod compile;
 mod config_cmd;
 mod demo;
 mod project;
+mod push;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,6 +58,18 @@ enum Command {
         after_help = "Examples:\n  lens compile exporter.wasm\n  lens compile lens.toml\n\nExit codes: 0 every component is in the cache, 2 one does not load (the error names it)."
     )]
     Compile(compile::CompileArgs),
+    /// Pull a component from an OCI registry into the node's store and compile it (a job's
+    /// prologue): `lens compile` on a reference or a config.
+    #[command(
+        after_help = "Examples:\n  lens pull oci://ghcr.io/acme/exporter:1.2.0@sha256:…\n  lens pull lens.toml\n\nExit codes: 0 every component is stored and compiled, 2 one is not (the error names it)."
+    )]
+    Pull(compile::CompileArgs),
+    /// Publish a component to an OCI registry (the layout `wkg oci push` writes) and print the
+    /// pinned config line.
+    #[command(
+        after_help = "Examples:\n  lens push build/acme-exporter.wasm oci://ghcr.io/acme/exporter:1.2.0\n\nCredentials: LENS_REGISTRY_USERNAME/LENS_REGISTRY_PASSWORD, else ~/.docker/config.json.\nExit codes: 0 pushed, 1 the registry refused or failed, 2 bad arguments."
+    )]
+    Push(push::PushArgs),
     /// Make a new exporter project (Python, JavaScript or Rust) that builds anywhere.
     #[command(
         after_help = "Examples:\n  lens new python acme-exporter\n  lens new js acme-exporter --signals spans,logs\n  lens new rust acme-exporter --signals spans,metrics,logs"
@@ -104,7 +117,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        Command::Check(_) | Command::Config(_) | Command::Compile(_)
+        Command::Check(_)
+            | Command::Config(_)
+            | Command::Compile(_)
+            | Command::Pull(_)
+            | Command::Push(_)
     ) {
         // Their output piped into `head` ends them quietly, as any command-line tool, rather
         // than with a panic on the closed stdout. (Ranks keep Rust's default: they write to
@@ -113,7 +130,8 @@ fn main() -> ExitCode {
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
     match cli.command {
-        Command::Compile(args) => compile::run(args),
+        Command::Compile(args) | Command::Pull(args) => compile::run(args),
+        Command::Push(args) => push::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Check(args) => check::run(args),
         Command::New(args) => project::new::run(args),

@@ -51,15 +51,25 @@ fn read_spans(spans: &Bound<'_, PyAny>) -> PyResult<usize> {
 /// cache held it already, and the seconds it took.
 type Compiled = (String, Vec<String>, bool, f64);
 
-/// Compiles the component at `path` (a `.wasm` file, or every wasm exporter of a Lens config
-/// file) into the compilation cache: `[(path, exporters, was_cached, seconds)]`. Raises
+/// Compiles the component at `path` (a `.wasm` file, an `oci://` reference pulled into the
+/// node's store, or every wasm exporter of a Lens config file) into the compilation cache: `[(path, exporters, was_cached, seconds)]`. Raises
 /// `ExporterLoadError` naming the first that does not load, after trying them all.
 #[pyfunction]
-#[pyo3(signature = (path, *, fuel = false))]
-fn compile(py: Python<'_>, path: PathBuf, fuel: bool) -> PyResult<Vec<Compiled>> {
+#[pyo3(signature = (path, *, fuel = false, allow_unpinned = false))]
+fn compile(
+    py: Python<'_>,
+    path: PathBuf,
+    fuel: bool,
+    allow_unpinned: bool,
+) -> PyResult<Vec<Compiled>> {
+    let entry = lens::config::WasmExporterSpec {
+        fuel_per_call: fuel.then_some(u64::MAX),
+        allow_unpinned: allow_unpinned.then_some(true),
+        ..Default::default()
+    };
     let warmed = py
         .detach(|| {
-            lens::wasm::sandbox::warm::warm_file(&path, fuel, &lens::config::env::ProcessEnv)
+            lens::wasm::sandbox::warm::warm_file(&path, &entry, &lens::config::env::ProcessEnv)
         })
         .map_err(ExporterLoadError::new_err)?;
     warmed

@@ -424,8 +424,25 @@ fn readme(m: &Manifest) -> String {
          signal it serves and shows what the component printed under each case. `lens.toml` \
          runs it for each of its signals in a simulated training job: `lens demo --config \
          lens.toml` (each rank's guest output lands in the run folder).\n\n\
-         {edit}\n",
+         {edit}\n{ship}",
         name = m.name,
+        ship = ship(&m.name),
+    )
+}
+
+/// How a project is published: `lens push` to a registry, and the pinned line it prints.
+fn ship(name: &str) -> String {
+    format!(
+        "\n## Ship it\n\n\
+         ```sh\n\
+         lens push build/{name}.wasm oci://REGISTRY/{name}:0.1.0\n\
+         ```\n\n\
+         uploads it as a Wasm OCI artifact (the layout `wkg oci push` writes; credentials from \
+         `LENS_REGISTRY_USERNAME`/`LENS_REGISTRY_PASSWORD` or `~/.docker/config.json`) and \
+         prints the line a platform team pastes into its config, pinned by digest: `path = \
+         \"oci://REGISTRY/{name}:0.1.0@sha256:…\"`. Every node pulls it once and starts \
+         offline after that (`lens pull lens.toml` in a job's prologue); `docs/registry.md` in \
+         the Lens repository has the rest.\n"
     )
 }
 
@@ -456,7 +473,8 @@ fn http_readme(m: &Manifest, signals: &str, source: &str) -> String {
          exactly that host and that credential; for the real ingest, name its host \
          (`ingest.acme.com:443`) in `allowed_hosts` and in the credential, with `https://` in \
          `endpoint` (a credential travels over plain `http://` to loopback only).\n\n\
-         {edit}\n",
+         {edit}\n{ship}",
+        ship = ship(&m.name),
         name = m.name,
         language = m.language.display_name(),
         json = if m.language == Language::Rust {

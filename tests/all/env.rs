@@ -330,7 +330,7 @@ fn an_unknown_exporter_fails_only_the_ranks_that_build_it() {
     let err = setup(3).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "invalid config from environment variable NEMO_LENS_EXPORTER: `exporter`: unknown exporter `zipkin` (expected `otlp`, `console`, `none` or a path ending in `.wasm`)"
+        "invalid config from environment variable NEMO_LENS_EXPORTER: `exporter`: unknown exporter `zipkin` (expected `otlp`, `console`, `none`, a path ending in `.wasm` or an `oci://` reference)"
     );
     // An injected exporter for each enabled signal: the shorthand is not built, not checked.
     let handle = Telemetry::builder(cfg.clone())

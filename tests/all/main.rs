@@ -12,6 +12,7 @@
 //! | [`processors`] | sandboxed span processors: edits against native references, pipeline, faults |
 //! | [`otlp`] | OTLP against a real collector, and under collector faults |
 //! | [`wasm`] | the sandbox host: loading, cache, limits, faults, retries, every signal |
+//! | [`registry`] | components from a real OCI registry: push, pull by digest once per node, offline, refusals |
 //! | [`reload`] | hot reload of exporters under load, entry by entry, and its triggers |
 //! | [`guests`] | the example guests of every language, the guest SDKs, `lens check` |
 //! | [`parity`] | the differential suite against the real NeMo Lens |
@@ -31,6 +32,7 @@ mod processor;
 mod processors;
 mod project;
 mod propagation;
+mod registry;
 mod reload;
 mod span_groups;
 mod strategy;

@@ -55,6 +55,14 @@ fn new_build_check(language: &str, signals: &str, name: &str) -> (String, tempfi
     let made = ok(lens_in(outside.path()).args(["new", language, name, "--signals", signals]));
     assert!(made.contains("Next:"), "{made}");
     let project = outside.path().join(name);
+    // Its README says how to ship it.
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!(
+            "lens push build/{name}.wasm oci://REGISTRY/{name}:0.1.0"
+        )),
+        "{readme}"
+    );
     let built = ok(lens_in(&project).arg("build"));
     assert!(
         built.contains(&format!("Next: lens check ./build/{name}.wasm")),

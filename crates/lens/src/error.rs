@@ -254,6 +254,9 @@ pub enum LoadError {
         /// The imports no host package provides.
         imports: Vec<String>,
     },
+    /// An `oci://` reference could not be resolved to a verified component (`wasm::source::oci`).
+    #[error("{0}")]
+    Oci(Box<OciError>),
     /// Linking failed for another reason (an import of the right package, the wrong shape).
     #[error("imports the host cannot provide: {}", chain(source.as_ref()))]
     Link {
@@ -632,4 +635,117 @@ mod tests {
         );
         assert!(e.source().is_some());
     }
+}
+
+impl From<OciError> for LoadError {
+    fn from(e: OciError) -> Self {
+        Self::Oci(Box::new(e))
+    }
+}
+
+/// Why a component named by an `oci://` reference was not used. Nothing unverified is kept: a
+/// blob is written to the store only once its digest and size are checked.
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    /// The reference is not `oci://HOST[:PORT]/REPOSITORY[:TAG][@sha256:DIGEST]`.
+    #[error(
+        "`{reference}` is not an OCI reference: {why} (expected oci://HOST[:PORT]/REPOSITORY[:TAG]@sha256:DIGEST)"
+    )]
+    Reference {
+        /// The reference as written.
+        reference: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A reference without a digest, and no `allow_unpinned`.
+    #[error(
+        "`{reference}` names no digest: a tag can move. It resolves to {digest} now; pin it: \
+         path = \"{pinned}\" (or set `allow_unpinned = true` on the entry, `--allow-unpinned` \
+         on the command line, to follow the tag)"
+    )]
+    Unpinned {
+        /// The reference as written.
+        reference: String,
+        /// What the tag resolves to now.
+        digest: String,
+        /// The reference with that digest.
+        pinned: String,
+    },
+    /// The registry refused the request for lack of (valid) credentials.
+    #[error(
+        "registry {registry} refused access ({status}): credentials were looked for in {looked}"
+    )]
+    Denied {
+        /// `HOST[:PORT]`.
+        registry: String,
+        /// `401 Unauthorized` or `403 Forbidden`, as the client reported it.
+        status: String,
+        /// Where credentials were looked for, and what was found (never a value).
+        looked: String,
+    },
+    /// The registry could not be reached or answered with an error.
+    #[error("registry {registry}: {message}")]
+    Registry {
+        /// `HOST[:PORT]`.
+        registry: String,
+        /// What went wrong, in one line.
+        message: String,
+    },
+    /// What the registry sent is not a Wasm component artifact.
+    #[error(
+        "{reference}: {what}; Lens takes a Wasm component artifact (`wkg oci push`, `lens push`: config media type `application/vnd.wasm.config.v0+json`, one `application/wasm` layer)"
+    )]
+    NotWasmArtifact {
+        /// The reference.
+        reference: String,
+        /// What it is instead.
+        what: String,
+    },
+    /// Bytes whose digest is not the one asked for (the manifest, or the layer while streaming).
+    #[error(
+        "{reference}: the registry sent {what} with digest {actual}, not {expected}: refused, nothing kept"
+    )]
+    DigestMismatch {
+        /// The reference.
+        reference: String,
+        /// `the manifest` or `the component layer`.
+        what: &'static str,
+        /// The digest asked for.
+        expected: String,
+        /// The digest of what arrived.
+        actual: String,
+    },
+    /// The layer is larger than `max_file_mib` (from the manifest, or while streaming).
+    #[error(
+        "{reference}: the component layer is {size} bytes or more, over the limit of {limit} bytes (`max_file_mib`): refused, nothing kept"
+    )]
+    TooLarge {
+        /// The reference.
+        reference: String,
+        /// Its size, as announced or as counted so far.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The entry's `sha256` is not the digest of the component the reference names.
+    #[error(
+        "{reference} names a component whose sha256 is {layer}, but the entry pins sha256 = {pinned}"
+    )]
+    PinMismatch {
+        /// The reference.
+        reference: String,
+        /// The layer's digest (hex).
+        layer: String,
+        /// The entry's pin.
+        pinned: String,
+    },
+    /// The local store could not be written or read.
+    #[error("the component store {dir}: {source}")]
+    Store {
+        /// The store's directory.
+        dir: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
 }

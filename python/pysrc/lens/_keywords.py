@@ -25,6 +25,10 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
       (default ``False``; loopback always may); ``max_response_mib``: the largest response
       body the guest reads (default 4);
     - ``sha256``: the file's expected digest (hex);
+    - ``allow_unpinned``, ``insecure_registries``: for a ``path`` that is an ``oci://``
+      reference (a ``str``: ``"oci://ghcr.io/acme/exporter:1.2@sha256:…"``), whether its tag
+      may be followed without a digest (default ``False``) and the registries reached over
+      plain http besides loopback;
     - ``memory_limit_mib``, ``call_timeout_ms``, ``fuel_per_call``: the sandbox's bounds;
     - ``max_answer_mib``: the most the guest hands the host in one call (default 16, at most
       ``memory_limit_mib``); past it the call is a fault (``answer limit``);
@@ -58,6 +62,8 @@ def spec_json(
     allow_private_addresses: bool | None = None,
     max_response_mib: int | None = None,
     sha256: str | None = None,
+    allow_unpinned: bool | None = None,
+    insecure_registries: Sequence[str] | None = None,
     memory_limit_mib: int | None = None,
     max_answer_mib: int | None = None,
     call_timeout_ms: int | None = None,
@@ -88,6 +94,11 @@ def spec_json(
         ),
         ("max_response_mib", max_response_mib),
         ("sha256", sha256),
+        ("allow_unpinned", None if allow_unpinned is None else bool(allow_unpinned)),
+        (
+            "insecure_registries",
+            list(insecure_registries) if insecure_registries is not None else None,
+        ),
         ("memory_limit_mib", memory_limit_mib),
         ("max_answer_mib", max_answer_mib),
         ("call_timeout_ms", call_timeout_ms),

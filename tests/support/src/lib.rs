@@ -5,6 +5,7 @@
 //! - [`http`]: a vendor's ingest server on loopback, recording what it receives;
 //! - [`hostile`]: hostile inputs made at test time, and commands measured as they run;
 //! - [`log`]: a logger capturing every record;
+//! - [`registry`]: a real OCI registry (Debian's docker-registry) on loopback;
 //! - [`pipeline`]: installing Lens without touching the process's environment or globals, and
 //!   small exporters with scripted behaviour;
 //! - [`wasm`]: wasm exporter entries for the test guests, and driving them directly;
@@ -15,6 +16,7 @@ pub mod hostile;
 pub mod http;
 pub mod log;
 pub mod pipeline;
+pub mod registry;
 pub mod wasm;
 
 use std::path::PathBuf;

@@ -259,7 +259,8 @@ fn load_report(
         cached_load,
         cache_hit: hits() > hits_before,
         // The load checked it already (or the cache held it, checked when compiled).
-        structure: std::fs::read(&spec.path)
+        // (From the file read: for an `oci://` path, the stored one.)
+        structure: std::fs::read(&loaded.path)
             .ok()
             .and_then(|bytes| {
                 crate::wasm::checks::structure::measure(&bytes, &checks.structure).ok()

@@ -229,10 +229,21 @@ fn yes() -> bool {
 pub struct WasmExporterSpec {
     /// Display name in statistics and logs; default: the file stem.
     pub name: Option<String>,
-    /// The component file (relative paths are relative to the config file).
+    /// The component file (relative paths are relative to the config file), or a component
+    /// in an OCI registry: `oci://HOST[:PORT]/REPOSITORY[:TAG]@sha256:DIGEST` (the manifest's
+    /// digest; pulled once per node into the store, then loaded offline). Example:
+    /// `path = "oci://ghcr.io/acme/exporter:1.2.0@sha256:4f1c…"`.
     pub path: PathBuf,
-    /// Refuse the file unless its SHA-256 (hex) is this.
+    /// Refuse the file unless its SHA-256 (hex) is this. For an `oci://` path: the component
+    /// layer's digest, which must be the one the manifest names.
     pub sha256: Option<String>,
+    /// Follow an `oci://` reference's tag without a digest (the component may change under a
+    /// running job's feet: a new rank can start another one). Default `false`: refused, with
+    /// the digest the tag resolves to now and the line to paste. Example: `allow_unpinned = true`.
+    pub allow_unpinned: Option<bool>,
+    /// Registries (`host:port`) an `oci://` path may reach over plain http. Loopback always
+    /// may; every other registry is https. Example: `insecure_registries = ["registry.lan:5000"]`.
+    pub insecure_registries: Vec<String>,
     /// `host:port` (or `host`, any port) the guest may call over `wasi:http`. Empty: none.
     pub allowed_hosts: Vec<String>,
     /// Headers the host adds to the guest's requests to one host, their values read by the
@@ -353,8 +364,13 @@ debug_redacted!(OtlpExporterSpec);
 debug_redacted!(WasmExporterSpec);
 
 impl WasmExporterSpec {
+    /// Whether `path` names a component in an OCI registry (`oci://…`), not a file.
+    pub fn is_oci(&self) -> bool {
+        crate::wasm::source::oci::is_reference(&self.path)
+    }
+
     pub(crate) fn resolve_relative_paths(&mut self, base: &Path) {
-        if self.path.is_relative() {
+        if self.path.is_relative() && !self.is_oci() {
             self.path = base.join(&self.path);
         }
         for p in &mut self.preopens {
@@ -377,12 +393,16 @@ impl ExporterSpec {
             "otlp" => Ok(Self::Otlp(OtlpExporterSpec::default())),
             "console" => Ok(Self::Console(ConsoleExporterSpec::default())),
             "none" => Ok(Self::None(NoneExporterSpec::default())),
-            path if path.ends_with(".wasm") => Ok(Self::Wasm(WasmExporterSpec {
-                path: PathBuf::from(path),
-                ..Default::default()
-            })),
+            path if path.ends_with(".wasm")
+                || path.starts_with(crate::wasm::source::oci::SCHEME) =>
+            {
+                Ok(Self::Wasm(WasmExporterSpec {
+                    path: PathBuf::from(path),
+                    ..Default::default()
+                }))
+            }
             other => Err(format!(
-                "unknown exporter `{other}` (expected `otlp`, `console`, `none` or a path ending in `.wasm`)"
+                "unknown exporter `{other}` (expected `otlp`, `console`, `none`, a path ending in `.wasm` or an `oci://` reference)"
             )),
         }
     }
@@ -393,6 +413,13 @@ impl ExporterSpec {
             Self::Otlp(s) => s.name.clone().unwrap_or_else(|| "otlp".into()),
             Self::Console(s) => s.name.clone().unwrap_or_else(|| "console".into()),
             Self::None(s) => s.name.clone().unwrap_or_else(|| "none".into()),
+            Self::Wasm(s) if s.is_oci() => s.name.clone().unwrap_or_else(|| {
+                // `oci://ghcr.io/acme/exporter:1.2@sha256:…` is `exporter`.
+                let text = s.path.to_string_lossy();
+                let repo = text.split(['@']).next().unwrap_or_default();
+                let last = repo.rsplit('/').next().unwrap_or_default();
+                last.split(':').next().unwrap_or("wasm").to_string()
+            }),
             Self::Wasm(s) => s.name.clone().unwrap_or_else(|| {
                 s.path
                     .file_stem()
@@ -422,6 +449,17 @@ impl ExporterSpec {
                 && (pin.len() != 64 || !pin.chars().all(|c| c.is_ascii_hexdigit()))
             {
                 return Err(format!("`sha256` = {pin:?} is not 64 hex digits"));
+            }
+            if w.is_oci() {
+                let text = w.path.to_string_lossy();
+                let reference = crate::wasm::source::oci::OciReference::parse(&text)
+                    .map_err(|e| format!("`path`: {e}"))?;
+                // Unpinned is refused when loaded, with the digest the tag resolves to then.
+                let _ = reference;
+            } else if w.allow_unpinned.is_some() || !w.insecure_registries.is_empty() {
+                return Err(
+                    "`allow_unpinned` and `insecure_registries` are for an `oci://` path".into(),
+                );
             }
             for (i, p) in w.preopens.iter().enumerate() {
                 check_guest_path(&p.guest)

@@ -80,6 +80,7 @@ impl CountingClient {
     /// A client with the exporter's `timeout`, built off any async runtime (reqwest's
     /// blocking client refuses to be built inside one).
     pub(crate) fn new(timeout: std::time::Duration, attempts: Attempts) -> Result<Self, String> {
+        crate::tls::ensure_provider();
         let inner = std::thread::spawn(move || {
             reqwest::blocking::Client::builder()
                 .timeout(timeout)

@@ -202,7 +202,7 @@ impl Reloadable {
     /// it unmodified).
     pub(crate) fn unchanged(&self, spec: &WasmExporterSpec) -> bool {
         *spec == self.spec()
-            && load::file_sha256(&spec.path, LoadChecks::of(spec).max_bytes, self.cache())
+            && load::file_sha256(&spec.path, LoadChecks::of(spec), self.cache())
                 .is_ok_and(|sha| sha == self.current().sha256())
     }
 

@@ -13,11 +13,12 @@ use wasmtime::component::{Component, InstancePre, Linker};
 use super::HostState;
 use super::interface::{GuestInterface, Role, Signal, WIT_VERSION};
 use crate::config::WasmExporterSpec;
-use crate::error::{LensError, LoadError, WasmSetupError};
+use crate::error::{LensError, LoadError, OciError, WasmSetupError};
 use crate::signal::WIT_PACKAGE;
 use crate::wasm::artefact::cache::{ArtifactCache, ReadFile};
 use crate::wasm::artefact::compiler::{self, CompileBounds};
 use crate::wasm::checks::{self, StructureLimits};
+use crate::wasm::source::oci::{self, OciChecks};
 use crate::wasm::source::{self, DEFAULT_MAX_FILE_MIB};
 
 /// Interface packages the host provides (WASI 0.2 and `wasi:http`; grants decide what works),
@@ -66,6 +67,8 @@ pub struct LoadChecks<'a> {
     pub structure: StructureLimits,
     /// Bounds of the compile itself (where it runs in a worker, [`compiler`]).
     pub compile: CompileBounds,
+    /// What an `oci://` path may do (follow a tag, plain http).
+    pub oci: OciChecks<'a>,
 }
 
 impl Default for LoadChecks<'_> {
@@ -75,6 +78,7 @@ impl Default for LoadChecks<'_> {
             max_bytes: DEFAULT_MAX_FILE_MIB << 20,
             structure: StructureLimits::default(),
             compile: CompileBounds::default(),
+            oci: OciChecks::default(),
         }
     }
 }
@@ -95,6 +99,10 @@ impl<'a> LoadChecks<'a> {
                         .unwrap_or(compiler::DEFAULT_COMPILE_TIMEOUT_MS),
                 ),
             },
+            oci: OciChecks {
+                allow_unpinned: spec.allow_unpinned.unwrap_or(false),
+                insecure_registries: &spec.insecure_registries,
+            },
             ..Self::default()
         }
     }
@@ -111,6 +119,17 @@ pub fn load(
     cache: Option<&ArtifactCache>,
 ) -> Result<LoadedComponent, LoadError> {
     let started = Instant::now();
+    let stored = stored(path, &checks, cache)?;
+    let (path, checks) = match &stored {
+        Some(s) => (
+            s.path.as_path(),
+            LoadChecks {
+                sha256_pin: Some(s.sha256.as_str()),
+                ..checks
+            },
+        ),
+        None => (path, checks),
+    };
     let meta = source::checked_meta(path, checks.max_bytes)?;
     let (component, sha256) = compile(path, &meta, checks, engine, cache)?;
     let imports: Vec<String> = component
@@ -142,14 +161,55 @@ pub fn load(
     })
 }
 
+/// For an `oci://` path, the component it names, from the node's store (pulled into it if it
+/// is not there yet); its layer digest must agree with the entry's `sha256` pin.
+fn stored(
+    path: &Path,
+    checks: &LoadChecks<'_>,
+    cache: Option<&ArtifactCache>,
+) -> Result<Option<oci::Stored>, LoadError> {
+    if !oci::is_reference(path) {
+        return Ok(None);
+    }
+    let text = path.to_string_lossy();
+    let (reference, stored) = oci::resolve(&text, checks.oci, checks.max_bytes, &store_dir(cache))?;
+    if let Some(pin) = checks.sha256_pin
+        && !pin.eq_ignore_ascii_case(&stored.sha256)
+    {
+        return Err(OciError::PinMismatch {
+            reference: reference.to_string(),
+            layer: stored.sha256,
+            pinned: pin.to_ascii_lowercase(),
+        }
+        .into());
+    }
+    Ok(Some(stored))
+}
+
+/// Where components pulled from registries are stored: `<cache>/oci` when the compilation
+/// cache is on and trusted (its ownership and mode rules), else a private folder per user
+/// under the system's temporary directory.
+fn store_dir(cache: Option<&ArtifactCache>) -> PathBuf {
+    match cache.and_then(ArtifactCache::trusted_dir) {
+        Some(dir) => dir.join("oci"),
+        // SAFETY: getuid has no preconditions and cannot fail.
+        None => std::env::temp_dir().join(format!("lens-oci-{}", unsafe { libc::getuid() })),
+    }
+}
+
 /// The SHA-256 (hex) of the component file at `path`, with the checks [`load`] makes before
 /// reading (a regular file within `max_bytes`, a component's header): from `cache`'s index
 /// when the file is known and unmodified (not read), else read and hashed.
 pub(crate) fn file_sha256(
     path: &Path,
-    max_bytes: u64,
+    checks: LoadChecks<'_>,
     cache: Option<&ArtifactCache>,
 ) -> Result<String, LoadError> {
+    // An `oci://` path: its store's layer digest (no network once stored).
+    if let Some(stored) = stored(path, &checks, cache)? {
+        return Ok(stored.sha256);
+    }
+    let max_bytes = checks.max_bytes;
     let meta = source::checked_meta(path, max_bytes)?;
     if let Some(sha) = cache.and_then(|c| c.known_sha256(path, &meta)) {
         return Ok(sha);

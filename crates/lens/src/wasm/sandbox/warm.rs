@@ -74,24 +74,30 @@ pub fn warm_cache(config: &LensConfig, env: &dyn EnvSource) -> Result<Vec<Warmed
     Ok(warmed.into_iter().map(|(_, w)| w).collect())
 }
 
-/// [`warm_cache`] for a file: a `.wasm` component (by its header; for exporters with a fuel
-/// budget when `fuel`, whose engine differs), or a config file, every wasm exporter it names.
-/// The cache is the one the environment's configuration (or the file's) names.
-pub fn warm_file(file: &Path, fuel: bool, env: &dyn EnvSource) -> Result<Vec<Warmed>, String> {
+/// [`warm_cache`] for a file: a `.wasm` component (by its header) or an `oci://` reference
+/// (pulled into the node's store first), loaded as `entry` says (for exporters with a fuel
+/// budget when it has `fuel_per_call`, whose engine differs; `allow_unpinned`,
+/// `insecure_registries`), or a config file, every wasm exporter it names. The cache is the one
+/// the environment's configuration (or the file's) names.
+pub fn warm_file(
+    file: &Path,
+    entry: &WasmExporterSpec,
+    env: &dyn EnvSource,
+) -> Result<Vec<Warmed>, String> {
     use std::io::Read;
     let mut magic = [0u8; 4];
-    let is_wasm = std::fs::File::open(file)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok()
-        && &magic == b"\0asm";
+    let is_wasm = crate::wasm::source::oci::is_reference(file)
+        || std::fs::File::open(file)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok()
+            && &magic == b"\0asm";
     let config = if is_wasm {
         let mut config = LensConfig::default();
         config.apply_env(env).map_err(|e| e.to_string())?;
         config.traces = SignalConfig {
             exporters: vec![ExporterSpec::Wasm(WasmExporterSpec {
                 path: file.to_path_buf(),
-                fuel_per_call: fuel.then_some(u64::MAX),
-                ..Default::default()
+                ..entry.clone()
             })],
             processors: Vec::new(),
         };

@@ -1,5 +1,6 @@
 //! Stage 1, source: where a component's bytes come from, read within bounds before anyone
-//! looks at them. Today a file named by path: only a regular file within the size limit is
+//! looks at them: a file named by path, or a component in an OCI registry ([`oci`]) resolved
+//! to a verified file in the node's store. For a file: only a regular file within the size limit is
 //! opened, and only a component's header lets it be read whole (a FIFO, a device or a huge
 //! file is refused at once).
 //!
@@ -7,10 +8,22 @@
 //! is wrong with the file. May call: nothing else of the wasm host (what a header must be is
 //! the caller's check, `checks::header`, handed in).
 
+pub mod oci;
+
 use std::io::Read;
 use std::path::Path;
 
 use crate::error::LoadError;
+
+/// Creates `dir` and its missing parents readable and writable by this user only (the
+/// compilation cache holds native code, the component store what it compiles).
+pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
 
 /// Default of `max_file_mib`: the largest `.wasm` file read (the Python and JavaScript example
 /// guests are under 20 MiB).

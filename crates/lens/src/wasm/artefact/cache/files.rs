@@ -9,13 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 /// Creates `dir` and its missing parents readable and writable by this user only (the cache
 /// holds native code).
-pub(super) fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
+pub(super) use crate::wasm::source::private_dir;
 
 /// Where a record about `artifact` (its integrity, a refused compile) lives in the `index`
 /// directory: `<artefact name>.<kind>`.

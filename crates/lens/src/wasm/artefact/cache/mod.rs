@@ -169,6 +169,11 @@ impl ArtifactCache {
     /// Whether the directory may be used: it does not exist yet (it will be created private),
     /// or it and its `index` belong to this user and nobody else may write them. Checked once;
     /// a refusal is logged once.
+    /// The cache's directory, if it is used (owned by this user, not writable by others).
+    pub(crate) fn trusted_dir(&self) -> Option<&Path> {
+        self.trusted().then_some(self.dir.as_path())
+    }
+
     fn trusted(&self) -> bool {
         let distrust = self.distrust.get_or_init(|| {
             let why = [self.dir.clone(), self.dir.join("index")]

@@ -1,0 +1,290 @@
+//! Each bad case refused under its test, with a message naming what is wrong, and nothing
+//! unverified kept in the store: a layer whose bytes are not its digest, a layer over
+//! `max_file_mib`, an image and an index instead of a Wasm artifact, a registry that wants
+//! credentials (and takes them from the environment or the Docker config), a `sha256` pin the
+//! reference's layer does not have.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+
+use lens_test_support::registry::Registry;
+use sha2::Digest;
+
+use super::{lens_with, push, text};
+
+/// One HTTP/1.1 request to `registry`; the status and the `Location` header of the answer.
+fn request(
+    registry: &Registry,
+    method: &str,
+    target: &str,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, Option<String>) {
+    let mut s = TcpStream::connect(registry.authority()).unwrap();
+    write!(
+        s,
+        "{method} {target} HTTP/1.1\r\nHost: {}\r\nContent-Type: {content_type}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        registry.authority(),
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let location = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .map(|l| l.trim().to_string());
+    (status, location)
+}
+
+/// Uploads `bytes` as a blob of `repository`; its digest.
+fn put_blob(registry: &Registry, repository: &str, bytes: &[u8]) -> String {
+    let digest = format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)));
+    let (status, location) = request(
+        registry,
+        "POST",
+        &format!("/v2/{repository}/blobs/uploads/"),
+        "application/octet-stream",
+        b"",
+    );
+    assert_eq!(status, 202);
+    let location = location.unwrap();
+    let path = location
+        .split_once(&registry.authority())
+        .map_or(location.as_str(), |(_, p)| p);
+    let sep = if path.contains('?') { '&' } else { '?' };
+    let (status, _) = request(
+        registry,
+        "PUT",
+        &format!("{path}{sep}digest={digest}"),
+        "application/octet-stream",
+        bytes,
+    );
+    assert_eq!(status, 201);
+    digest
+}
+
+/// Puts `manifest` (of the media type it says) under `repository:tag`; its digest, and the
+/// reference pinned to it.
+fn put_manifest(
+    registry: &Registry,
+    repository: &str,
+    tag: &str,
+    manifest: &serde_json::Value,
+) -> (String, String) {
+    let body = serde_json::to_vec(manifest).unwrap();
+    let (status, _) = request(
+        registry,
+        "PUT",
+        &format!("/v2/{repository}/manifests/{tag}"),
+        manifest["mediaType"].as_str().unwrap(),
+        &body,
+    );
+    assert_eq!(status, 201, "{}", registry.log_text());
+    let digest = hex::encode(sha2::Sha256::digest(&body));
+    let reference = format!("{}@sha256:{digest}", registry.reference(repository, tag));
+    (digest, reference)
+}
+
+/// `lens pull REF` with an empty store: its output (it must fail), and whether the store kept
+/// anything for the digest.
+fn refused_pull(reference: &str) -> (String, bool) {
+    let cache = tempfile::tempdir().unwrap();
+    let out = lens_with(cache.path())
+        .args(["pull", reference])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let digest = reference
+        .rsplit_once("@sha256:")
+        .map(|(_, d)| d)
+        .unwrap_or("");
+    let kept = cache.path().join(format!("oci/sha256-{digest}")).exists();
+    (text(&out), kept)
+}
+
+/// `lens pull lens.toml` of one traces entry naming `pinned`, with the key line `extra`: its
+/// output (it must fail).
+fn refused_config_pull(pinned: &str, extra: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("lens.toml");
+    std::fs::write(
+        &config,
+        format!("[[traces.exporters]]\nkind = \"wasm\"\npath = \"{pinned}\"\n{extra}\n"),
+    )
+    .unwrap();
+    let out = lens_with(dir.path())
+        .arg("pull")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    text(&out)
+}
+
+#[test]
+fn a_layer_whose_bytes_are_not_its_digest_is_refused_while_streaming_and_not_kept() {
+    let registry = Registry::start();
+    let pinned = push(&registry, &crate::builtin_jsonl(), "acme/tampered", "1.0");
+    // Replace the layer's stored bytes (same length) behind the registry's back.
+    let layer = super::sha256_of(&crate::builtin_jsonl());
+    let data = registry
+        .storage()
+        .join(format!("blobs/sha256/{}/{layer}/data", &layer[..2]));
+    let mut bytes = std::fs::read(&data).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&data, &bytes).unwrap();
+    let (said, kept) = refused_pull(&pinned);
+    let tampered = hex::encode(sha2::Sha256::digest(&bytes));
+    assert!(
+        said.contains(&format!(
+            "the registry sent the component layer with digest sha256:{tampered}, not \
+             sha256:{layer}: refused, nothing kept"
+        )),
+        "{said}"
+    );
+    assert!(!kept);
+}
+
+#[test]
+fn a_layer_over_max_file_mib_is_refused_before_it_is_downloaded() {
+    let registry = Registry::start();
+    let big = lens_test_support::dist("python-jsonl.wasm");
+    let pinned = push(&registry, &big, "acme/big", "1.0");
+    let said = refused_config_pull(&pinned, "max_file_mib = 1");
+    let size = std::fs::metadata(&big).unwrap().len();
+    assert!(
+        said.contains(&format!(
+            "the component layer is {size} bytes or more, over the limit of 1048576 bytes \
+             (`max_file_mib`): refused, nothing kept"
+        )),
+        "{said}"
+    );
+    assert_eq!(registry.blob_downloads("acme/big"), 0);
+}
+
+#[test]
+fn an_image_and_an_index_are_refused_as_not_wasm_artifacts() {
+    let registry = Registry::start();
+    let config = put_blob(&registry, "acme/image", b"{}");
+    let layer = put_blob(&registry, "acme/image", b"not a tarball");
+    let descriptor = |media: &str, digest: &str, size: usize| serde_json::json!({ "mediaType": media, "digest": digest, "size": size });
+    let image = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": descriptor("application/vnd.oci.image.config.v1+json", &config, 2),
+        "layers": [descriptor("application/vnd.oci.image.layer.v1.tar+gzip", &layer, 13)],
+    });
+    let (image_digest, reference) = put_manifest(&registry, "acme/image", "1.0", &image);
+    let (said, kept) = refused_pull(&reference);
+    assert!(
+        said.contains(
+            "its config media type is `application/vnd.oci.image.config.v1+json` (a container \
+             image or another artifact); Lens takes a Wasm component artifact"
+        ),
+        "{said}"
+    );
+    assert!(!kept);
+
+    let index = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [descriptor(
+            "application/vnd.oci.image.manifest.v1+json",
+            &format!("sha256:{image_digest}"),
+            serde_json::to_vec(&image).unwrap().len()
+        )],
+    });
+    let (_, reference) = put_manifest(&registry, "acme/image", "multi", &index);
+    let (said, _) = refused_pull(&reference);
+    assert!(
+        said.contains("it is an image index (several manifests), not one artifact"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_registry_wanting_credentials_names_where_they_were_looked_for_and_takes_them_from_env_or_docker_config()
+ {
+    let registry = Registry::start_with_basic_auth("acme", "s3cret-pass");
+    let cache = tempfile::tempdir().unwrap();
+    let reference = registry.reference("acme/private", "1.0");
+    let with_env = |c: &mut std::process::Command| {
+        c.env("LENS_REGISTRY_USERNAME", "acme")
+            .env("LENS_REGISTRY_PASSWORD", "s3cret-pass");
+    };
+    let mut pushing = lens_with(cache.path());
+    with_env(&mut pushing);
+    let out = pushing
+        .arg("push")
+        .arg(crate::builtin_jsonl())
+        .arg(&reference)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let pinned = text(&out)
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("path = \"")
+                .map(|l| l.trim_end_matches('"').to_string())
+        })
+        .unwrap();
+
+    // None given: refused, saying where credentials were looked for; no secret printed.
+    let (said, kept) = refused_pull(&pinned);
+    assert!(
+        said.contains(&format!(
+            "registry {} refused access (401 Unauthorized): credentials were looked for in \
+             LENS_REGISTRY_USERNAME/LENS_REGISTRY_PASSWORD (unset), then the Docker config",
+            registry.authority()
+        )),
+        "{said}"
+    );
+    assert!(!kept);
+
+    // From the environment.
+    let mut pulling = lens_with(cache.path());
+    with_env(&mut pulling);
+    let out = pulling.args(["pull", &pinned]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("s3cret-pass"));
+
+    // From a Docker config.
+    let other = tempfile::tempdir().unwrap();
+    let docker = other.path().join("docker");
+    std::fs::create_dir(&docker).unwrap();
+    use base64::Engine as _;
+    let auth = base64::engine::general_purpose::STANDARD.encode("acme:s3cret-pass");
+    std::fs::write(
+        docker.join("config.json"),
+        serde_json::json!({ "auths": { registry.authority(): { "auth": auth } } }).to_string(),
+    )
+    .unwrap();
+    let out = lens_with(other.path())
+        .env("DOCKER_CONFIG", &docker)
+        .args(["pull", &pinned])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn an_entrys_sha256_must_be_the_layer_the_reference_names() {
+    let registry = Registry::start();
+    let pinned = push(&registry, &crate::builtin_jsonl(), "acme/pin", "1.0");
+    let wrong = "0".repeat(64);
+    let said = refused_config_pull(&pinned, &format!("sha256 = \"{wrong}\""));
+    let layer = super::sha256_of(Path::new(&crate::builtin_jsonl()));
+    assert!(
+        said.contains(&format!(
+            "{pinned} names a component whose sha256 is {layer}, but the entry pins sha256 = {wrong}"
+        )),
+        "{said}"
+    );
+}
