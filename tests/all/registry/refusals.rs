@@ -288,3 +288,28 @@ fn an_entrys_sha256_must_be_the_layer_the_reference_names() {
         "{said}"
     );
 }
+
+#[test]
+fn a_push_of_a_file_that_is_not_a_component_is_refused_naming_it() {
+    let registry = Registry::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notes.wasm");
+    std::fs::write(&file, "not a component").unwrap();
+    let out = lens_with(dir.path())
+        .arg("push")
+        .arg(&file)
+        .arg(registry.reference("acme/notes", "1.0"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "error: pushing {}: {}: the file is not a component `oci-wasm` can describe",
+            file.display(),
+            registry.reference("acme/notes", "1.0")
+        )),
+        "{}",
+        text(&out)
+    );
+    assert!(!registry.log_text().contains("PUT /v2/acme/notes/manifests"));
+}
