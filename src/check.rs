@@ -122,12 +122,7 @@ fn signal_settings(args: &CheckArgs) -> Result<SignalSettings, String> {
     for s in &args.settings {
         let (key, value) = pair(s, "--setting")?;
         let scoped = key.split_once(':').and_then(|(signal, key)| {
-            let signal = match signal {
-                "traces" => Signal::Traces,
-                "metrics" => Signal::Metrics,
-                "logs" => Signal::Logs,
-                _ => return None,
-            };
+            let signal = Signal::ALL.into_iter().find(|s| s.as_str() == signal)?;
             Some((signal, key.to_string()))
         });
         match scoped {

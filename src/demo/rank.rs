@@ -355,14 +355,9 @@ fn processor_note(p: &lens::ExporterSnapshot, items: &str) -> String {
 /// Each exporter's last error in one line ("exporter `acme` (traces): 65 spans dropped; last
 /// error: rejected: 401 Unauthorized from 127.0.0.1:18401"), unless the rank's `error` says it.
 fn last_errors(stats: &lens::DeliveryStats, error: Option<&str>) -> Vec<String> {
-    let signals = [
-        ("traces", "spans", &stats.exporters),
-        ("metrics", "data points", &stats.metric_exporters),
-        ("logs", "log records", &stats.log_exporters),
-    ];
     let mut notes = Vec::new();
-    for (signal, items, exporters) in signals {
-        for e in exporters.iter() {
+    for signal in lens::Signal::ALL {
+        for e in stats.exporters_of(signal) {
             let Some(line) = e.last_error.as_deref() else {
                 continue;
             };
@@ -370,9 +365,11 @@ fn last_errors(stats: &lens::DeliveryStats, error: Option<&str>) -> Vec<String> 
                 continue;
             }
             notes.push(format!(
-                "exporter `{}` ({signal}): {} {items} dropped; last error: {line}",
+                "exporter `{}` ({}): {} {} dropped; last error: {line}",
                 e.name,
-                e.dropped()
+                signal.as_str(),
+                e.dropped(),
+                signal.items()
             ));
         }
     }

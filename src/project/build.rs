@@ -77,30 +77,16 @@ fn exports_match(out: &Path, m: &Manifest) -> Result<(), String> {
     let names = lens::wasm::checks::structure::exports(&bytes, &Default::default())
         .map_err(|e| format!("{}: {e}", out.display()))?;
     let role = m.kind.as_str();
-    let mut exported = Vec::new();
-    for name in &names {
-        let Some(interface) = name
-            .strip_prefix("lens:exporter/")
-            .map(|n| n.split('@').next().unwrap_or(n))
-        else {
-            continue;
-        };
-        let signal = match interface.split_once('-') {
-            Some(("span", r)) if r == role => ProjectSignal::Spans,
-            Some(("metric", r)) if r == role => ProjectSignal::Metrics,
-            Some(("log", r)) if r == role => ProjectSignal::Logs,
-            _ => continue,
-        };
-        if !exported.contains(&signal) {
-            exported.push(signal);
-        }
-    }
-    let order = [
-        ProjectSignal::Spans,
-        ProjectSignal::Metrics,
-        ProjectSignal::Logs,
-    ];
-    exported.sort_by_key(|s| order.iter().position(|o| o == s));
+    // The host's own reading of the exports (the versions it loads), in signal order.
+    let exported: Vec<ProjectSignal> = lens::wasm::GuestInterface::detect(&names)
+        .into_iter()
+        .filter(|i| i.role.as_str() == role)
+        .map(|i| match i.signal {
+            lens::Signal::Traces => ProjectSignal::Spans,
+            lens::Signal::Metrics => ProjectSignal::Metrics,
+            lens::Signal::Logs => ProjectSignal::Logs,
+        })
+        .collect();
     let listed = &m.signals;
     let missing: Vec<String> = listed
         .iter()

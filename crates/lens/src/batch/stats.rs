@@ -568,6 +568,15 @@ pub struct DeliveryStats {
 }
 
 impl DeliveryStats {
+    /// The exporters of `signal` (`exporters`, `metric_exporters` or `log_exporters`).
+    pub fn exporters_of(&self, signal: crate::Signal) -> &[ExporterSnapshot] {
+        match signal {
+            crate::Signal::Traces => &self.exporters,
+            crate::Signal::Metrics => &self.metric_exporters,
+            crate::Signal::Logs => &self.log_exporters,
+        }
+    }
+
     /// The entry of the exporter called `name`.
     pub fn exporter(&self, name: &str) -> Option<&ExporterSnapshot> {
         self.exporters.iter().find(|e| e.name == name)

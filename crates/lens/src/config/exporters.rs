@@ -415,10 +415,10 @@ impl ExporterSpec {
             Self::None(s) => s.name.clone().unwrap_or_else(|| "none".into()),
             Self::Wasm(s) if s.is_oci() => s.name.clone().unwrap_or_else(|| {
                 // `oci://ghcr.io/acme/exporter:1.2@sha256:…` is `exporter`.
-                let text = s.path.to_string_lossy();
-                let repo = text.split(['@']).next().unwrap_or_default();
-                let last = repo.rsplit('/').next().unwrap_or_default();
-                last.split(':').next().unwrap_or("wasm").to_string()
+                crate::wasm::source::oci::OciReference::parse(&s.path.to_string_lossy())
+                    .ok()
+                    .and_then(|r| r.repository.rsplit('/').next().map(str::to_string))
+                    .unwrap_or_else(|| "wasm".into())
             }),
             Self::Wasm(s) => s.name.clone().unwrap_or_else(|| {
                 s.path
@@ -451,11 +451,9 @@ impl ExporterSpec {
                 return Err(format!("`sha256` = {pin:?} is not 64 hex digits"));
             }
             if w.is_oci() {
-                let text = w.path.to_string_lossy();
-                let reference = crate::wasm::source::oci::OciReference::parse(&text)
-                    .map_err(|e| format!("`path`: {e}"))?;
                 // Unpinned is refused when loaded, with the digest the tag resolves to then.
-                let _ = reference;
+                crate::wasm::source::oci::OciReference::parse(&w.path.to_string_lossy())
+                    .map_err(|e| format!("`path`: {e}"))?;
             } else if w.allow_unpinned.is_some() || !w.insecure_registries.is_empty() {
                 return Err(
                     "`allow_unpinned` and `insecure_registries` are for an `oci://` path".into(),

@@ -214,7 +214,13 @@ impl TelemetryHandle {
             {
                 failed.push((Signal::Logs, e));
             }
-            let _ = tx.send(failures(&failed, &snapshots(&inner)));
+            // The exporters' counts are read only to say why something failed.
+            let outcome = if failed.is_empty() {
+                Ok(())
+            } else {
+                failures(&failed, &snapshots(&inner))
+            };
+            let _ = tx.send(outcome);
         });
         match rx.recv_timeout(timeout) {
             Ok(Ok(())) => Ok(()),
@@ -318,11 +324,11 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
         stats.close_direct();
     }
     let exporters = snapshots(inner);
-    if inner.fanout.is_some() {
-        log_stats(inner.rank.rank, Signal::Traces, &exporters[0]);
+    for signal in [Signal::Traces, Signal::Logs, Signal::Metrics] {
+        if signal != Signal::Traces || inner.fanout.is_some() {
+            log_stats(inner.rank.rank, signal, of(&exporters, signal));
+        }
     }
-    log_stats(inner.rank.rank, Signal::Logs, &exporters[2]);
-    log_stats(inner.rank.rank, Signal::Metrics, &exporters[1]);
     let outcome = failures(&failed, &exporters);
     // The process stays set up, as in NeMo Lens: a later enabled setup needs `allow_reinit`.
     *done = Some(outcome.clone());
@@ -332,7 +338,7 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     })
 }
 
-/// The exporters' counts of traces, metrics and logs.
+/// The exporters' counts of each signal, in [`Signal::ALL`]'s order (see [`of`]).
 fn snapshots(inner: &HandleInner) -> [Vec<ExporterSnapshot>; 3] {
     [
         inner
@@ -345,6 +351,12 @@ fn snapshots(inner: &HandleInner) -> [Vec<ExporterSnapshot>; 3] {
     ]
 }
 
+/// `signal`'s exporters in what [`snapshots`] read.
+fn of(exporters: &[Vec<ExporterSnapshot>; 3], signal: Signal) -> &[ExporterSnapshot] {
+    let i = Signal::ALL.iter().position(|s| *s == signal).unwrap_or(0);
+    &exporters[i]
+}
+
 /// The signals that `failed` a flush or shutdown, each in one line (`signal_error`), or `Ok`.
 fn failures(
     failed: &[(Signal, opentelemetry_sdk::error::OTelSdkError)],
@@ -355,14 +367,7 @@ fn failures(
     }
     let lines: Vec<String> = failed
         .iter()
-        .map(|(signal, e)| {
-            let of = match signal {
-                Signal::Traces => &exporters[0],
-                Signal::Metrics => &exporters[1],
-                Signal::Logs => &exporters[2],
-            };
-            signal_error(*signal, e, of)
-        })
+        .map(|(signal, e)| signal_error(*signal, e, of(exporters, *signal)))
         .collect();
     Err(lines.join("; "))
 }

@@ -270,6 +270,14 @@ impl Lanes {
         }
     }
 
+    /// Records the exporter's last error: `what` happened, and what the server said in the
+    /// call's last HTTP exchange when it went wrong, else the guest's `message`.
+    fn record_error(&self, lane: &mut Lane, what: &str, message: &str) {
+        let said = lane.answer.take();
+        let said = said.as_deref().unwrap_or(message);
+        self.factory.stats.record_error(&format!("{what}: {said}"));
+    }
+
     /// Runs one job on the lane's instance, bounded by the call deadline: a guest error or a
     /// fault is an `Err`; any other outcome is the caller's to handle.
     fn call_outcome(&self, lane: &mut Lane, job: Job) -> Result<Outcome, OTelSdkError> {
@@ -290,10 +298,7 @@ impl Lanes {
                     "export" => "rejected".to_string(),
                     other => format!("`{other}` failed"),
                 };
-                let said = lane.answer.take().unwrap_or_else(|| msg.clone());
-                self.factory
-                    .stats
-                    .record_error(&format!("{failed}: {said}"));
+                self.record_error(lane, &failed, &msg);
                 Err(OTelSdkError::InternalFailure(format!(
                     "{}: {msg}",
                     self.label()
@@ -394,10 +399,7 @@ impl Lanes {
                     // A guest claiming more than the batch cannot unbalance the counts.
                     let rejected = rejected.min(items);
                     self.factory.stats.record_rejected(rejected);
-                    let said = lane.answer.take().unwrap_or_else(|| message.clone());
-                    self.factory
-                        .stats
-                        .record_error(&format!("{rejected} of {items} rejected: {said}"));
+                    self.record_error(lane, &format!("{rejected} of {items} rejected"), &message);
                     log::warn!(
                         "{}: {rejected} of the batch rejected: {message}",
                         self.label()
@@ -410,11 +412,12 @@ impl Lanes {
                 Some(wait) => {
                     self.factory.stats.record_retry();
                     // Said now, not only when given up: a shutdown may end the wait first.
-                    let said = lane.answer.take().unwrap_or_else(|| message.clone());
-                    self.factory.stats.record_error(&format!(
-                        "retryable, retrying after {}: {said}",
-                        attempts(schedule.attempts() - 1)
-                    ));
+                    let tried = attempts(schedule.attempts() - 1);
+                    self.record_error(
+                        lane,
+                        &format!("retryable, retrying after {tried}"),
+                        &message,
+                    );
                     log::debug!(
                         "{}: retryable ({message}); attempt {} in {wait:?}",
                         self.label(),
@@ -422,11 +425,11 @@ impl Lanes {
                     );
                     if !self.wait_to_retry(wait) {
                         self.factory.stats.record_retries_exhausted();
-                        let tried = attempts(schedule.attempts() - 1);
-                        let said = lane.answer.take().unwrap_or_else(|| message.clone());
-                        self.factory.stats.record_error(&format!(
-                            "retryable, given up at shutdown after {tried}: {said}"
-                        ));
+                        self.record_error(
+                            lane,
+                            &format!("retryable, given up at shutdown after {tried}"),
+                            &message,
+                        );
                         return Err(OTelSdkError::InternalFailure(format!(
                             "{}: export given up at shutdown after {tried}: {message}",
                             self.label(),
@@ -436,15 +439,15 @@ impl Lanes {
                 }
                 None => {
                     self.factory.stats.record_retries_exhausted();
-                    let said = lane.answer.take().unwrap_or_else(|| message.clone());
-                    self.factory.stats.record_error(&format!(
-                        "retryable, given up after {}: {said}",
-                        attempts(schedule.attempts())
-                    ));
+                    let tried = attempts(schedule.attempts());
+                    self.record_error(
+                        lane,
+                        &format!("retryable, given up after {tried}"),
+                        &message,
+                    );
                     return Err(OTelSdkError::InternalFailure(format!(
-                        "{}: export failed after {}: {message}",
+                        "{}: export failed after {tried}: {message}",
                         self.label(),
-                        attempts(schedule.attempts())
                     )));
                 }
             }

@@ -134,8 +134,10 @@ impl Outcome {
     /// This outcome with `note` (what the sandbox denied during the call, `sockets`) after
     /// its message.
     fn noted(self, note: Option<String>) -> Self {
-        let Some(note) = note else { return self };
-        let add = |m: String| format!("{m}; {note}");
+        if note.is_none() {
+            return self;
+        }
+        let add = |m: String| with_note(m, note.as_deref());
         match self {
             Outcome::GuestError(m) => Outcome::GuestError(add(m)),
             Outcome::Retryable {
@@ -157,6 +159,14 @@ impl Outcome {
             }
             other => other,
         }
+    }
+}
+
+/// `message`, then what the sandbox denied during the call (`note`), if anything.
+fn with_note(message: String, note: Option<&str>) -> String {
+    match note {
+        Some(note) => format!("{message}; {note}"),
+        None => message,
     }
 }
 
@@ -447,10 +457,7 @@ impl InstanceFactory {
         });
         self.record_memory(&store);
         let note = store.data_mut().denials.take();
-        let add = |m: String| match &note {
-            Some(n) => format!("{m}; {n}"),
-            None => m,
-        };
+        let add = |m: String| with_note(m, note.as_deref());
         match init {
             Ok(Ok(preferences)) => Ok((Live { store, funcs }, preferences)),
             Ok(Err(msg)) => Err(StartError::Refused(add(shown(msg, MAX_GUEST_ERROR)))),

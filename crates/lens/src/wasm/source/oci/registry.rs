@@ -348,7 +348,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 /// The one `application/wasm` layer of a Wasm artifact's manifest, or what the manifest is
 /// instead.
-fn wasm_layer(manifest: &serde_json::Value) -> Result<OciDescriptor, String> {
+pub(super) fn wasm_layer(manifest: &serde_json::Value) -> Result<OciDescriptor, String> {
     let media = manifest["mediaType"].as_str().unwrap_or_default();
     if manifest.get("manifests").is_some() || media.contains("index") || media.contains("list") {
         return Err("it is an image index (several manifests), not one artifact".into());

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::reference::OciReference;
-use super::registry::{Artifact, MAX_MANIFEST_BYTES, Registry};
+use super::registry::{Artifact, MAX_MANIFEST_BYTES, Registry, wasm_layer};
 use crate::error::OciError;
 
 /// A stored component.
@@ -120,14 +120,12 @@ fn stored(dir: &Path, digest: &str) -> Option<Stored> {
         return None;
     }
     let json: serde_json::Value = serde_json::from_slice(&manifest).ok()?;
-    let layer = &json["layers"][0];
-    let sha256 = layer["digest"]
-        .as_str()?
-        .strip_prefix("sha256:")?
-        .to_string();
+    // Checked as when it was pulled (the same manifest, so the same answer).
+    let layer = wasm_layer(&json).ok()?;
+    let sha256 = layer.digest.strip_prefix("sha256:")?.to_string();
     let path = dir.join("component.wasm");
     let size = fs::metadata(&path).ok()?.len();
-    (Some(size) == layer["size"].as_u64()).then_some(Stored {
+    (u64::try_from(layer.size).ok() == Some(size)).then_some(Stored {
         path,
         sha256,
         pulled: false,
