@@ -22,6 +22,10 @@ pub struct CheckArgs {
     /// always is).
     #[arg(long = "insecure-registry", value_name = "HOST:PORT")]
     insecure_registries: Vec<String>,
+    /// For a reference: use it only if it carries a valid signature by this public key
+    /// (cosign's `cosign.pub`), as an entry's `verify = { key = … }`.
+    #[arg(long, value_name = "FILE")]
+    verify_key: Option<PathBuf>,
     /// A setting handed to the guest's `init` (repeatable), e.g. `--setting path=/out/x.jsonl`;
     /// `SIGNAL:KEY=VALUE` sets it for one signal's suite only (`traces`, `metrics`, `logs`),
     /// over the plain one: `--setting traces:endpoint=http://127.0.0.1:4318/v1/traces`.
@@ -167,6 +171,10 @@ fn spec(args: &CheckArgs, settings: Vec<(String, String)>) -> Result<WasmExporte
         preopens,
         allow_unpinned: args.allow_unpinned.then_some(true),
         insecure_registries: args.insecure_registries.clone(),
+        verify: args
+            .verify_key
+            .clone()
+            .map(|key| lens::config::VerifySpec { key }),
         allowed_hosts: args.allowed_hosts.clone(),
         credentials: args
             .credentials

@@ -25,6 +25,10 @@ pub struct CompileArgs {
     /// always is).
     #[arg(long = "insecure-registry", value_name = "HOST:PORT")]
     insecure_registries: Vec<String>,
+    /// For a reference: use it only if it carries a valid signature by this public key
+    /// (cosign's `cosign.pub`), as an entry's `verify = { key = … }`.
+    #[arg(long, value_name = "FILE")]
+    verify_key: Option<PathBuf>,
 }
 
 pub fn run(args: CompileArgs) -> ExitCode {
@@ -32,6 +36,10 @@ pub fn run(args: CompileArgs) -> ExitCode {
         fuel_per_call: args.fuel.then_some(u64::MAX),
         allow_unpinned: args.allow_unpinned.then_some(true),
         insecure_registries: args.insecure_registries.clone(),
+        verify: args
+            .verify_key
+            .clone()
+            .map(|key| lens::config::VerifySpec { key }),
         ..Default::default()
     };
     let warmed = match lens::wasm::sandbox::warm::warm_file(&args.file, &entry, &ProcessEnv) {

@@ -17,6 +17,12 @@ pub struct PushArgs {
     /// A registry (`host:port`) reached over plain http (repeatable; loopback always is).
     #[arg(long = "insecure-registry", value_name = "HOST:PORT")]
     insecure_registries: Vec<String>,
+    /// Sign the pushed component with this private key, in cosign's layout (so `cosign
+    /// verify --key` and an entry's `verify = { key = … }` accept it): cosign's encrypted key
+    /// (`cosign generate-key-pair`; its password in `COSIGN_PASSWORD`) or a PKCS#8 ECDSA P-256
+    /// key.
+    #[arg(long, value_name = "FILE")]
+    sign_key: Option<PathBuf>,
     /// Largest file pushed, MiB (the default of an entry's `max_file_mib`).
     #[arg(long, default_value_t = lens::wasm::DEFAULT_MAX_FILE_MIB)]
     max_file_mib: u64,
@@ -30,16 +36,43 @@ pub fn run(args: PushArgs) -> ExitCode {
         );
         return ExitCode::from(EXIT_BAD_INPUT);
     }
-    match lens::wasm::source::oci::push(
+    use lens::wasm::source::oci;
+    // Read before anything is pushed: a key that cannot sign fails the push at once.
+    let key = match &args.sign_key {
+        Some(path) => {
+            match oci::SignKey::read(path, std::env::var(oci::SIGN_PASSWORD_VAR).ok().as_deref()) {
+                Ok(key) => Some(key),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(EXIT_BAD_INPUT);
+                }
+            }
+        }
+        None => None,
+    };
+    match oci::push(
         &args.file,
         &args.reference,
         &args.insecure_registries,
         args.max_file_mib << 20,
+        key.as_ref(),
     ) {
         Ok(pinned) => {
             println!("pushed {} as {pinned}", args.file.display(),);
+            if let Some(path) = &args.sign_key {
+                println!(
+                    "signed with {} (cosign's layout, tag {})",
+                    path.display(),
+                    oci::signature_tag(pinned.digest.as_deref().unwrap_or_default())
+                );
+            }
             println!("name it in a config (pinned: every node loads exactly this):");
             println!("  path = \"{pinned}\"");
+            if args.sign_key.is_some() {
+                println!(
+                    "  verify = {{ key = \"PUBLIC_KEY.pub\" }}  # the signing key's public half"
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -55,16 +55,18 @@ type Compiled = (String, Vec<String>, bool, f64);
 /// node's store, or every wasm exporter of a Lens config file) into the compilation cache: `[(path, exporters, was_cached, seconds)]`. Raises
 /// `ExporterLoadError` naming the first that does not load, after trying them all.
 #[pyfunction]
-#[pyo3(signature = (path, *, fuel = false, allow_unpinned = false))]
+#[pyo3(signature = (path, *, fuel = false, allow_unpinned = false, verify_key = None))]
 fn compile(
     py: Python<'_>,
     path: PathBuf,
     fuel: bool,
     allow_unpinned: bool,
+    verify_key: Option<PathBuf>,
 ) -> PyResult<Vec<Compiled>> {
     let entry = lens::config::WasmExporterSpec {
         fuel_per_call: fuel.then_some(u64::MAX),
         allow_unpinned: allow_unpinned.then_some(true),
+        verify: verify_key.map(|key| lens::config::VerifySpec { key }),
         ..Default::default()
     };
     let warmed = py

@@ -57,10 +57,11 @@ def registry(tmp_path):
     log.close()
 
 
-def push(registry: str, file: str, repository: str) -> str:
-    """``lens push`` of ``file``; the pinned reference it printed."""
+def push(registry: str, file: str, repository: str, *extra: str) -> str:
+    """``lens push`` of ``file`` (with the ``extra`` arguments); the pinned reference it
+    printed."""
     out = subprocess.run(
-        [*lens_binary(), "push", file, f"oci://{registry}/{repository}:1.0"],
+        [*lens_binary(), "push", file, f"oci://{registry}/{repository}:1.0", *extra],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -104,3 +105,37 @@ def test_an_unpinned_tag_is_refused_with_the_line_to_paste(registry, guests, tmp
     # Followed when allowed.
     followed = recorder({**guests, "recorder": tag}, tmp_path, "typed", allow_unpinned=True)
     followed.shutdown()
+
+
+def openssl_key_pair(dir: pathlib.Path, name: str) -> tuple[pathlib.Path, pathlib.Path]:
+    """An ECDSA P-256 key pair made by openssl: (PKCS#8 private key, public key)."""
+    private, public = dir / f"{name}.key", dir / f"{name}.pub"
+    for args in (
+        ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", private],
+        ["pkey", "-in", private, "-pubout", "-out", public],
+    ):
+        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)
+    return private, public
+
+
+def test_a_signed_component_loads_with_its_key_and_is_refused_with_another(
+    registry, guests, tmp_path
+):
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    private, public = openssl_key_pair(keys, "acme")
+    _, stranger = openssl_key_pair(keys, "stranger")
+    pinned = push(registry, guests["recorder"], "acme/signed", "--sign-key", str(private))
+    with pytest.raises(lens.ExporterLoadError) as refused:
+        lens.WasmSpanExporter(pinned, verify_key=stranger)
+    assert f"{pinned}: refused, not signed by the key {stranger}: none of its 1 signature" in str(
+        refused.value
+    )
+    exporter = recorder({**guests, "recorder": pinned}, tmp_path, "typed", verify_key=public)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("t").start_as_current_span("step"):
+        pass
+    provider.shutdown()
+    assert exporter.stats()["exported"] == 1, exporter.stats()
+    assert lens.compile(pinned, verify_key=str(public))[0][0] == pinned

@@ -441,8 +441,10 @@ fn ship(name: &str) -> String {
          `LENS_REGISTRY_USERNAME`/`LENS_REGISTRY_PASSWORD` or `~/.docker/config.json`) and \
          prints the line a platform team pastes into its config, pinned by digest: `path = \
          \"oci://REGISTRY/{name}:0.1.0@sha256:…\"`. Every node pulls it once and starts \
-         offline after that (`lens pull lens.toml` in a job's prologue); `docs/registry.md` in \
-         the Lens repository has the rest.\n"
+         offline after that (`lens pull lens.toml` in a job's prologue). Add `--sign-key \
+         cosign.key` (cosign's key pair, password in `COSIGN_PASSWORD`) to sign it, and give \
+         users `cosign.pub` for their entry's `verify = {{ key = \"cosign.pub\" }}`; \
+         `docs/registry.md` in the Lens repository has the rest.\n"
     )
 }
 

@@ -739,6 +739,31 @@ pub enum OciError {
         /// The entry's pin.
         pinned: String,
     },
+    /// A key file (`verify.key`, `--sign-key`) that cannot be used.
+    #[error("key {key}: {why}")]
+    Key {
+        /// The file.
+        key: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The entry says `verify = { key = … }` and the component carries no valid signature by
+    /// that key.
+    #[error(
+        "{reference}: refused, not signed by the key {key}: {why} (signatures are looked for at \
+         the tag {tag} of its repository, cosign's layout: `cosign sign --key cosign.key \
+         {reference}` or `lens push --sign-key`)"
+    )]
+    Signature {
+        /// The reference (pinned).
+        reference: String,
+        /// The key file.
+        key: PathBuf,
+        /// The signatures' tag.
+        tag: String,
+        /// What was found instead.
+        why: String,
+    },
     /// The local store could not be written or read.
     #[error("the component store {dir}: {source}")]
     Store {

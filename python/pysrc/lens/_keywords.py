@@ -28,7 +28,8 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
     - ``allow_unpinned``, ``insecure_registries``: for a ``path`` that is an ``oci://``
       reference (a ``str``: ``"oci://ghcr.io/acme/exporter:1.2@sha256:…"``), whether its tag
       may be followed without a digest (default ``False``) and the registries reached over
-      plain http besides loopback;
+      plain http besides loopback; ``verify_key``: the vendor's public key (``cosign.pub``):
+      the component is used only if it carries a valid signature by it (``verify = { key }``);
     - ``memory_limit_mib``, ``call_timeout_ms``, ``fuel_per_call``: the sandbox's bounds;
     - ``max_answer_mib``: the most the guest hands the host in one call (default 16, at most
       ``memory_limit_mib``); past it the call is a fault (``answer limit``);
@@ -51,6 +52,19 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
       (``docs/processors.md``); what they drop counts as ``dropped_processor``."""
 
 
+#: How ``export`` returns (shared by the span and log exporters' docstrings).
+MODES = """``mode`` says how ``export`` returns. ``"delivered"`` (the default): the batch (or
+    the records), read under the GIL, goes through Lens's own queue and export thread (its
+    processors and accounting), and ``export`` returns once it is exported or counted as
+    dropped, the GIL released while it waits. The SDK's batch processors flush by exporting
+    their queue and never call the exporter's ``force_flush``, so this is what makes
+    ``provider.force_flush()`` mean delivered. ``"hand-off"`` returns at once (the SDK's thread
+    collects the next batch while the guest runs); then only this exporter's own
+    ``force_flush()`` waits for what was handed off. ``"blocking"`` (or ``blocking=True``)
+    exports on the caller's thread, without Lens's queue, and returns the guest's answer
+    (``FAILURE``, never an exception, when it fails or faults); it takes no ``processors``."""
+
+
 def spec_json(
     path: str | PathLike[str],
     *,
@@ -64,6 +78,7 @@ def spec_json(
     sha256: str | None = None,
     allow_unpinned: bool | None = None,
     insecure_registries: Sequence[str] | None = None,
+    verify_key: str | PathLike[str] | None = None,
     memory_limit_mib: int | None = None,
     max_answer_mib: int | None = None,
     call_timeout_ms: int | None = None,
@@ -99,6 +114,7 @@ def spec_json(
             "insecure_registries",
             list(insecure_registries) if insecure_registries is not None else None,
         ),
+        ("verify", None if verify_key is None else {"key": str(verify_key)}),
         ("memory_limit_mib", memory_limit_mib),
         ("max_answer_mib", max_answer_mib),
         ("call_timeout_ms", call_timeout_ms),
@@ -164,6 +180,16 @@ def _strings(values: Mapping[str, Any] | None, what: str) -> dict[str, str] | No
     return out
 
 
+def mode_of(mode: str | None, blocking: bool, default: str) -> str:
+    """``mode=`` (``delivered``, ``hand-off``, ``blocking``), or ``blocking=True`` as
+    ``"blocking"``, else ``default``."""
+    if blocking:
+        if mode not in (None, "blocking"):
+            raise ValueError(f"blocking=True and mode={mode!r}: give one of them")
+        return "blocking"
+    return default if mode is None else mode
+
+
 def expect_signal(signal: str, expected: str, cls: type) -> None:
     """`from_config`'s `signal=` must be the class's own."""
     if signal != expected:
@@ -181,12 +207,19 @@ class Sandboxed:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.__doc__ = (cls.__doc__ or "").replace("{keywords}", KEYWORDS)
+        doc = cls.__doc__ or ""
+        cls.__doc__ = doc.replace("{keywords}", KEYWORDS).replace("{modes}", MODES)
 
     @property
     def blocking(self) -> bool:
-        """Whether ``export`` waits for the guest (``blocking=True``) or hands off."""
+        """Whether ``export`` waits for the guest without Lens's queue (``mode="blocking"``)."""
         return self._core.blocking
+
+    @property
+    def mode(self) -> str:
+        """How ``export`` returns: ``delivered`` (once the batch is exported or counted as
+        dropped), ``hand-off`` (at once) or ``blocking`` (with the guest's answer)."""
+        return self._core.mode
 
     @property
     def name(self) -> str:
@@ -233,10 +266,10 @@ class Sandboxed:
         ``processor_faults`` and both by processor name in ``processors``), ``pending``
         (queued or in flight), batches, ``retries`` and ``retries_exhausted``, guest errors,
         traps by kind, restarts, ``reloads`` and the running ``component_sha256``, export
-        latency p50/p99 in ms, the peak memory of an instance, and ``mode`` (``hand-off`` or
-        ``blocking``), and ``last_error``: the last failure in one line (``rejected: 401
-        Unauthorized from 127.0.0.1:18401``) or ``None``. Every item received ends in exactly
-        one of exported and the dropped counters."""
+        latency p50/p99 in ms, the peak memory of an instance, ``mode`` (``delivered``,
+        ``hand-off`` or ``blocking``), and ``last_error``: the last failure in one line
+        (``rejected: 401 Unauthorized from 127.0.0.1:18401``) or ``None``. Every item
+        received ends in exactly one of exported and the dropped counters."""
         return json.loads(self._core.stats_json())
 
     @property

@@ -211,6 +211,20 @@ fn yes() -> bool {
     true
 }
 
+/// The key an `oci://` component must be signed by (cosign's key-pair layout: `cosign sign
+/// --key cosign.key`, or `lens push --sign-key`).
+///
+/// ```toml
+/// verify = { key = "keys/acme.pub" }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifySpec {
+    /// The vendor's public key, PEM (`cosign.pub`; ECDSA P-256). Relative paths are relative
+    /// to the config file. Example: `key = "keys/acme.pub"`.
+    pub key: PathBuf,
+}
+
 /// `kind = "wasm"`: a sandboxed component. Everything not granted here is denied.
 ///
 /// ```toml
@@ -244,6 +258,10 @@ pub struct WasmExporterSpec {
     /// Registries (`host:port`) an `oci://` path may reach over plain http. Loopback always
     /// may; every other registry is https. Example: `insecure_registries = ["registry.lan:5000"]`.
     pub insecure_registries: Vec<String>,
+    /// Use an `oci://` component only if it carries a valid signature by this key (checked
+    /// before it is downloaded, and again offline at each start). Default: no signature
+    /// needed. Example: `verify = { key = "keys/acme.pub" }`.
+    pub verify: Option<VerifySpec>,
     /// `host:port` (or `host`, any port) the guest may call over `wasi:http`. Empty: none.
     pub allowed_hosts: Vec<String>,
     /// Headers the host adds to the guest's requests to one host, their values read by the
@@ -378,6 +396,9 @@ impl WasmExporterSpec {
                 p.host = base.join(&p.host);
             }
         }
+        if let Some(v) = self.verify.as_mut().filter(|v| v.key.is_relative()) {
+            v.key = base.join(&v.key);
+        }
         for c in &mut self.credentials {
             if let Some(file) = c.from_file.as_mut().filter(|f| f.is_relative()) {
                 *file = base.join(&*file);
@@ -454,9 +475,14 @@ impl ExporterSpec {
                 // Unpinned is refused when loaded, with the digest the tag resolves to then.
                 crate::wasm::source::oci::OciReference::parse(&w.path.to_string_lossy())
                     .map_err(|e| format!("`path`: {e}"))?;
-            } else if w.allow_unpinned.is_some() || !w.insecure_registries.is_empty() {
+            } else if w.allow_unpinned.is_some()
+                || !w.insecure_registries.is_empty()
+                || w.verify.is_some()
+            {
                 return Err(
-                    "`allow_unpinned` and `insecure_registries` are for an `oci://` path".into(),
+                    "`allow_unpinned`, `insecure_registries` and `verify` are for an \
+                     `oci://` path (a file is pinned by `sha256`)"
+                        .into(),
                 );
             }
             for (i, p) in w.preopens.iter().enumerate() {

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 pub use credentials::CredentialSpec;
 pub use exporters::{
     BatchOverrides, ConsoleExporterSpec, EnvGrant, ExporterSpec, NoneExporterSpec,
-    OtlpExporterSpec, OtlpProtocol, SetupFailurePolicy, WasmExporterSpec, WasmPreopen,
+    OtlpExporterSpec, OtlpProtocol, SetupFailurePolicy, VerifySpec, WasmExporterSpec, WasmPreopen,
 };
 pub use processors::{
     DEFAULT_PROCESSOR_CALL_TIMEOUT_MS, OnFault, ProcessorSpec, WasmProcessorSpec,

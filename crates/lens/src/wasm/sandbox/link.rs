@@ -102,6 +102,7 @@ impl<'a> LoadChecks<'a> {
             oci: OciChecks {
                 allow_unpinned: spec.allow_unpinned.unwrap_or(false),
                 insecure_registries: &spec.insecure_registries,
+                verify_key: spec.verify.as_ref().map(|v| v.key.as_path()),
             },
             ..Self::default()
         }

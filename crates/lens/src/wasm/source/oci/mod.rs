@@ -8,12 +8,17 @@
 
 mod reference;
 mod registry;
+mod signature;
 mod store;
 
 use std::path::Path;
 
 pub use reference::{OciReference, SCHEME, is_reference};
 pub use registry::{MAX_MANIFEST_BYTES, PASSWORD_VAR, USERNAME_VAR};
+pub use signature::{
+    MAX_KEY_BYTES, MAX_PAYLOAD_BYTES, MAX_SIGNATURES, PASSWORD_VAR as SIGN_PASSWORD_VAR, SignKey,
+    Signed, VerifyKey, payload, signature_tag,
+};
 pub use store::Stored;
 
 use crate::error::OciError;
@@ -25,6 +30,9 @@ pub struct OciChecks<'a> {
     pub allow_unpinned: bool,
     /// Registries reached over plain http although not this machine (`insecure_registries`).
     pub insecure_registries: &'a [String],
+    /// Use the component only if it carries a valid signature by this public key
+    /// (`verify = { key = … }`).
+    pub verify_key: Option<&'a Path>,
 }
 
 /// The stored component `text` names (pulled into the store if it is not there yet), and its
@@ -37,6 +45,8 @@ pub fn resolve(
     store: &Path,
 ) -> Result<(OciReference, Stored), OciError> {
     let reference = OciReference::parse(text)?;
+    // Read first: a key that cannot be used is said before any network.
+    let key = checks.verify_key.map(VerifyKey::read).transpose()?;
     let pinned = match &reference.digest {
         Some(_) => reference,
         None => {
@@ -52,17 +62,25 @@ pub fn resolve(
             reference.pinned(&digest)
         }
     };
-    let stored = store::fetch(store, &pinned, max_bytes, checks.insecure_registries)?;
+    let stored = store::fetch(
+        store,
+        &pinned,
+        max_bytes,
+        checks.insecure_registries,
+        key.as_ref(),
+    )?;
     Ok((pinned, stored))
 }
 
-/// Uploads the component file at `file` to `text` (a tag) in the layout `wkg oci push` writes;
-/// returns the reference pinned to the manifest's digest.
+/// Uploads the component file at `file` to `text` (a tag) in the layout `wkg oci push` writes,
+/// and signs it with `sign` if given (cosign's layout); returns the reference pinned to the
+/// manifest's digest.
 pub fn push(
     file: &Path,
     text: &str,
     insecure_registries: &[String],
     max_bytes: u64,
+    sign: Option<&SignKey>,
 ) -> Result<OciReference, OciError> {
     let reference = OciReference::parse(text)?;
     if reference.digest.is_some() || reference.tag.is_none() {
@@ -79,5 +97,9 @@ pub fn push(
         })?;
     let registry = registry::Registry::new(&reference, insecure_registries)?;
     let digest = registry.push(&reference, bytes)?;
-    Ok(reference.pinned(&digest))
+    let pinned = reference.pinned(&digest);
+    if let Some(key) = sign {
+        registry.push_signature(&pinned, key.sign(&payload(&pinned, &digest))?)?;
+    }
+    Ok(pinned)
 }

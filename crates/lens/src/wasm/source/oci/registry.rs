@@ -11,15 +11,21 @@
 use std::io::Write;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use futures_util::StreamExt;
 use oci_client::Client;
-use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::client::{ClientConfig, ClientProtocol, ImageLayer};
 use oci_client::errors::{DigestError, OciDistributionError, OciErrorCode};
 use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use sha2::{Digest, Sha256};
 
 use super::reference::OciReference;
+use super::signature::{
+    MAX_PAYLOAD_BYTES, MAX_SIGNATURES, PAYLOAD_MEDIA_TYPE, SIGNATURE_ANNOTATION, Signed,
+    signature_tag,
+};
 use crate::error::OciError;
 
 /// The manifest media types asked for: the OCI manifest a Wasm artifact is, and the others a
@@ -185,64 +191,189 @@ impl Registry {
             ..OciDescriptor::default()
         };
         let limit = max_bytes.min(artifact.layer_size);
-        let too_large = |size| OciError::TooLarge {
+        let mismatch = |actual: String| OciError::DigestMismatch {
             reference: reference.to_string(),
-            size,
-            limit,
+            what: "the component layer",
+            expected: format!("sha256:{}", artifact.layer_digest),
+            actual: format!("sha256:{actual}"),
         };
-        let store = |e: std::io::Error| OciError::Registry {
-            registry: self.name.clone(),
-            message: format!("writing the layer: {e}"),
-        };
-        self.run(async {
-            let mut stream = self
-                .client
-                .pull_blob_stream(&r, &layer)
-                .await
-                .map_err(|e| self.error(e))?;
-            if let Some(announced) = stream.content_length.filter(|n| *n > limit) {
-                return Err(too_large(announced));
-            }
-            let mut hasher = Sha256::new();
-            let mut seen = 0u64;
-            while let Some(chunk) = stream.next().await {
-                let chunk = match chunk {
-                    Ok(chunk) => chunk,
-                    // The client checks the digest at the end of the stream too (against the
-                    // registry's digest header and the layer's): said as Lens says it.
-                    Err(e) if is_digest_error(&e) => {
-                        return Err(OciError::DigestMismatch {
-                            reference: reference.to_string(),
-                            what: "the component layer",
-                            expected: format!("sha256:{}", artifact.layer_digest),
-                            actual: format!("sha256:{}", hex::encode(hasher.finalize())),
-                        });
-                    }
-                    Err(e) => {
-                        return Err(OciError::Registry {
-                            registry: self.name.clone(),
-                            message: format!("reading the layer: {e}"),
-                        });
-                    }
-                };
-                seen += chunk.len() as u64;
-                if seen > limit {
-                    return Err(too_large(seen));
-                }
-                hasher.update(&chunk);
-                out.write_all(&chunk).map_err(store)?;
-            }
-            let actual = hex::encode(hasher.finalize());
-            if actual != artifact.layer_digest {
-                return Err(OciError::DigestMismatch {
+        let actual = self
+            .run(self.stream(&r, &layer, limit, out))
+            .map_err(|e| match e {
+                Streamed::TooLarge(size) => OciError::TooLarge {
                     reference: reference.to_string(),
-                    what: "the component layer",
-                    expected: format!("sha256:{}", artifact.layer_digest),
-                    actual: format!("sha256:{actual}"),
-                });
+                    size,
+                    limit,
+                },
+                Streamed::Digest(actual) => mismatch(actual),
+                Streamed::Failed(e) => e,
+            })?;
+        if actual != artifact.layer_digest {
+            return Err(mismatch(actual));
+        }
+        Ok(())
+    }
+
+    /// Streams the blob `layer` of `r` into `out`, counting and hashing as it arrives: stopped
+    /// past `limit`; returns its SHA-256 (hex).
+    async fn stream(
+        &self,
+        r: &oci_client::Reference,
+        layer: &OciDescriptor,
+        limit: u64,
+        out: &mut (impl Write + Send),
+    ) -> Result<String, Streamed> {
+        let mut stream = self
+            .client
+            .pull_blob_stream(r, layer)
+            .await
+            .map_err(|e| Streamed::Failed(self.error(e)))?;
+        if let Some(announced) = stream.content_length.filter(|n| *n > limit) {
+            return Err(Streamed::TooLarge(announced));
+        }
+        let mut hasher = Sha256::new();
+        let mut seen = 0u64;
+        while let Some(chunk) = stream.next().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                // The client checks the digest at the end of the stream too (against the
+                // registry's digest header and the layer's): said as Lens says it.
+                Err(e) if is_digest_error(&e) => {
+                    return Err(Streamed::Digest(hex::encode(hasher.finalize())));
+                }
+                Err(e) => {
+                    return Err(Streamed::Failed(OciError::Registry {
+                        registry: self.name.clone(),
+                        message: format!("reading {}: {e}", layer.digest),
+                    }));
+                }
+            };
+            seen += chunk.len() as u64;
+            if seen > limit {
+                return Err(Streamed::TooLarge(seen));
             }
-            Ok(())
-        })
+            hasher.update(&chunk);
+            out.write_all(&chunk).map_err(|e| {
+                Streamed::Failed(OciError::Registry {
+                    registry: self.name.clone(),
+                    message: format!("writing {}: {e}", layer.digest),
+                })
+            })?;
+        }
+        Ok(hex::encode(hasher.finalize()))
+    }
+
+    /// The signatures of the artifact `reference` (pinned) names, in cosign's layout: the
+    /// payload layers of the manifest tagged `sha256-DIGEST.sig`; none if there is no such tag.
+    pub(crate) fn signatures(&self, reference: &OciReference) -> Result<Vec<Signed>, OciError> {
+        let r = signature_reference(reference);
+        let bad = |message: String| OciError::Registry {
+            registry: self.name.clone(),
+            message: format!(
+                "the signatures at {}: {message}",
+                r.tag().unwrap_or_default()
+            ),
+        };
+        let bytes = match self.run(self.client.pull_manifest_raw(
+            &r,
+            &self.auth,
+            &SIGNATURE_MANIFESTS,
+        )) {
+            Ok((bytes, _)) => bytes,
+            Err(e) if is_not_found(&e) => return Ok(Vec::new()),
+            Err(e) => return Err(self.error(e)),
+        };
+        if bytes.len() > MAX_MANIFEST_BYTES {
+            return Err(bad(format!("a manifest of {} bytes", bytes.len())));
+        }
+        let manifest: oci_client::manifest::OciImageManifest = serde_json::from_slice(&bytes)
+            .map_err(|e| bad(format!("not an image manifest ({e})")))?;
+        let mut found = Vec::new();
+        for layer in manifest
+            .layers
+            .iter()
+            .filter(|l| l.media_type == PAYLOAD_MEDIA_TYPE)
+        {
+            if found.len() == MAX_SIGNATURES {
+                log::warn!(
+                    "{reference}: more than {MAX_SIGNATURES} signatures; the rest are not read"
+                );
+                break;
+            }
+            let Some(signature) = layer
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(SIGNATURE_ANNOTATION))
+            else {
+                continue;
+            };
+            let expected = layer.digest.strip_prefix("sha256:").unwrap_or_default();
+            let mut payload = Vec::new();
+            let actual = self
+                .run(self.stream(&r, layer, MAX_PAYLOAD_BYTES, &mut payload))
+                .map_err(|e| match e {
+                    Streamed::TooLarge(n) => bad(format!(
+                        "a payload of {n} bytes or more, over {MAX_PAYLOAD_BYTES}"
+                    )),
+                    Streamed::Digest(_) => bad(format!("payload {} damaged", layer.digest)),
+                    Streamed::Failed(e) => e,
+                })?;
+            if actual != expected {
+                return Err(bad(format!(
+                    "payload {} arrived with digest sha256:{actual}",
+                    layer.digest
+                )));
+            }
+            found.push(Signed {
+                payload: BASE64.encode(&payload),
+                signature: signature.clone(),
+            });
+        }
+        Ok(found)
+    }
+
+    /// Adds `signed` to the signatures of the artifact `reference` (pinned) names, keeping
+    /// those already there (cosign's layout, as `cosign sign` appends).
+    pub(crate) fn push_signature(
+        &self,
+        reference: &OciReference,
+        signed: Signed,
+    ) -> Result<(), OciError> {
+        let mut all = self.signatures(reference)?;
+        if !all.contains(&signed) {
+            all.push(signed);
+        }
+        let layers: Vec<ImageLayer> = all
+            .iter()
+            .map(|s| ImageLayer {
+                data: BASE64.decode(&s.payload).unwrap_or_default().into(),
+                media_type: PAYLOAD_MEDIA_TYPE.to_string(),
+                annotations: Some([(SIGNATURE_ANNOTATION.to_string(), s.signature.clone())].into()),
+            })
+            .collect();
+        let diff_ids: Vec<String> = layers.iter().map(|l| l.sha256_digest()).collect();
+        // The config cosign writes for a signature image.
+        let config = serde_json::json!({
+            "architecture": "",
+            "created": "0001-01-01T00:00:00Z",
+            "history": [{ "created": "0001-01-01T00:00:00Z" }],
+            "os": "",
+            "rootfs": { "type": "layers", "diff_ids": diff_ids },
+            "config": {},
+        });
+        let config = oci_client::client::Config {
+            data: serde_json::to_vec(&config).expect("JSON").into(),
+            media_type: oci_client::manifest::IMAGE_CONFIG_MEDIA_TYPE.to_string(),
+            annotations: None,
+        };
+        let manifest = oci_client::manifest::OciImageManifest::build(&layers, &config, None);
+        let r = signature_reference(reference);
+        self.run(
+            self.client
+                .push(&r, &layers, config, &self.auth, Some(manifest)),
+        )
+        .map_err(|e| self.error(e))?;
+        Ok(())
     }
 
     /// Pushes `component` to `reference` (a tag) in the layout `wkg oci push` writes; returns
@@ -325,6 +456,46 @@ impl Registry {
             registry: self.name.clone(),
             message: crate::batch::last_error::one_line(&message),
         }
+    }
+}
+
+/// How streaming a blob ended, short of its bytes.
+enum Streamed {
+    /// Past the limit: the size announced or counted so far.
+    TooLarge(u64),
+    /// The client's own digest check failed: the digest of what arrived so far.
+    Digest(String),
+    /// Any other error, as Lens says it.
+    Failed(OciError),
+}
+
+/// The manifest types a signature tag may hold (cosign writes OCI's; older cosign Docker's).
+const SIGNATURE_MANIFESTS: [&str; 2] = [
+    oci_client::manifest::OCI_IMAGE_MEDIA_TYPE,
+    "application/vnd.docker.distribution.manifest.v2+json",
+];
+
+/// The tag holding the signatures of `reference`'s (pinned) artifact, in its repository.
+fn signature_reference(reference: &OciReference) -> oci_client::Reference {
+    oci_client::Reference::with_tag(
+        reference.registry.clone(),
+        reference.repository.clone(),
+        signature_tag(reference.digest.as_deref().unwrap_or_default()),
+    )
+}
+
+/// Whether the registry said that a manifest is not there.
+fn is_not_found(e: &OciDistributionError) -> bool {
+    match e {
+        OciDistributionError::ImageManifestNotFoundError(_) => true,
+        OciDistributionError::ServerError { code: 404, .. } => true,
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|x| {
+            matches!(
+                x.code,
+                OciErrorCode::ManifestUnknown | OciErrorCode::NotFound
+            )
+        }),
+        _ => false,
     }
 }
 

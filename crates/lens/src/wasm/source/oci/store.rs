@@ -4,6 +4,12 @@
 //! lock (`sha256-<digest>.lock`), so the ranks of a node starting together download once and
 //! the others find it there; a digest already stored needs no network at all.
 //!
+//! An entry with `verify = { key = … }` takes a component only if one of its signatures (cosign's
+//! layout, `signature`) is by that key: checked before the layer is downloaded, and kept beside
+//! it (`signatures.json`) so that a later start verifies offline; if the stored signatures do
+//! not verify with the key (another key, or signed after it was stored), they are asked for
+//! again.
+//!
 //! Where the store is, its caller says (the loader: in the compilation cache's directory,
 //! `<cache>/oci`, with its ownership and mode rules).
 
@@ -15,6 +21,7 @@ use sha2::{Digest, Sha256};
 
 use super::reference::OciReference;
 use super::registry::{Artifact, MAX_MANIFEST_BYTES, Registry, wasm_layer};
+use super::signature::{MAX_SIGNATURES, Signed, VerifyKey, signature_tag};
 use crate::error::OciError;
 
 /// A stored component.
@@ -34,6 +41,7 @@ pub(crate) fn fetch(
     reference: &OciReference,
     max_bytes: u64,
     insecure: &[String],
+    verify: Option<&VerifyKey>,
 ) -> Result<Stored, OciError> {
     let digest = reference.digest.as_deref().unwrap_or_default();
     let io = |source| OciError::Store {
@@ -54,14 +62,32 @@ pub(crate) fn fetch(
     lock.lock().map_err(io)?;
     let dir = store.join(format!("sha256-{digest}"));
     if let Some(stored) = stored(&dir, digest) {
+        if let Some(key) = verify
+            && key.verify(digest, &stored_signatures(&dir)).is_err()
+        {
+            // Signed since it was stored, or by another key than the stored signatures: asked
+            // for again, and kept once one verifies.
+            let registry = Registry::new(reference, insecure)?;
+            let signatures = verified_signatures(&registry, reference, key)?;
+            write_signatures(&dir, &signatures, store).map_err(io)?;
+        }
         return Ok(stored);
     }
     let registry = Registry::new(reference, insecure)?;
+    // Checked before the layer is downloaded: an unsigned component is never fetched.
+    let signatures = match verify {
+        Some(key) => Some(verified_signatures(&registry, reference, key)?),
+        None => None,
+    };
     let artifact = registry.manifest(reference, max_bytes)?;
     let tmp = store.join(format!(".sha256-{digest}.tmp{}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
     crate::wasm::source::private_dir(&tmp).map_err(io)?;
-    let written = write(&tmp, &registry, reference, &artifact, max_bytes);
+    let written =
+        write(&tmp, &registry, reference, &artifact, max_bytes).and_then(|()| match &signatures {
+            Some(s) => write_signatures(&tmp, s, store).map_err(io),
+            None => Ok(()),
+        });
     if let Err(e) = written {
         let _ = fs::remove_dir_all(&tmp);
         return Err(e);
@@ -74,6 +100,54 @@ pub(crate) fn fetch(
         pulled: true,
     })
 }
+
+/// The signatures of `reference`'s artifact in the registry, if one of them is `key`'s.
+fn verified_signatures(
+    registry: &Registry,
+    reference: &OciReference,
+    key: &VerifyKey,
+) -> Result<Vec<Signed>, OciError> {
+    let digest = reference.digest.as_deref().unwrap_or_default();
+    let signatures = registry.signatures(reference)?;
+    key.verify(digest, &signatures)
+        .map_err(|why| OciError::Signature {
+            reference: reference.to_string(),
+            key: key.path().to_path_buf(),
+            tag: signature_tag(digest),
+            why,
+        })?;
+    Ok(signatures)
+}
+
+/// The signatures stored beside a component (`signatures.json`; none if absent or unreadable:
+/// then asked for again).
+fn stored_signatures(dir: &Path) -> Vec<Signed> {
+    let mut text = Vec::new();
+    let read = File::open(dir.join(SIGNATURES))
+        .and_then(|f| f.take(SIGNATURES_MAX_BYTES + 1).read_to_end(&mut text));
+    if read.is_err() || text.len() as u64 > SIGNATURES_MAX_BYTES {
+        return Vec::new();
+    }
+    let mut all: Vec<Signed> = serde_json::from_slice(&text).unwrap_or_default();
+    all.truncate(MAX_SIGNATURES);
+    all
+}
+
+/// Writes `signatures` as `dir/signatures.json`, whole or not at all (a temporary file in
+/// `store` renamed into place).
+fn write_signatures(dir: &Path, signatures: &[Signed], store: &Path) -> std::io::Result<()> {
+    let tmp = store.join(format!(".signatures.tmp{}", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    let mut file = private_file(&tmp)?;
+    file.write_all(&serde_json::to_vec(signatures).map_err(std::io::Error::other)?)?;
+    file.sync_all()?;
+    fs::rename(&tmp, dir.join(SIGNATURES))
+}
+
+/// The file beside a component holding its signatures as the registry served them.
+const SIGNATURES: &str = "signatures.json";
+/// The most read of it: [`MAX_SIGNATURES`] payloads of at most 64 KiB, base64.
+const SIGNATURES_MAX_BYTES: u64 = (MAX_SIGNATURES as u64) * (100 << 10);
 
 /// Pulls the layer into `tmp/component.wasm` and writes the manifest beside it.
 fn write(
