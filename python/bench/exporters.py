@@ -5,7 +5,9 @@ Every signal, behind the same Python SDK, to the same places: the Python OTLP/HT
 HTTP, from the sandbox) to a rotel collector on 127.0.0.1; the seed's Python JSON-lines
 `SpanExporter` (`benches/python_sdk_baseline.py`) and Lens's Rust and Python JSON-lines guests
 to files; a no-op Python exporter (the application's own limit). The wasm span and log
-exporters hand off (the default) unless marked `blocking`; `processor` is
+exporters run in their default mode, `delivered` (through Lens's queue, `export()` returning
+once the batch is exported), unless marked `hand-off` (returning at once) or `blocking`
+(exported on the caller's thread); metric exporters hand off by default; `processor` is
 `lens.WasmSpanProcessor`, which needs no SDK batch processor. Subjects alternate within each
 run; tables give the median and (min–max) of the runs, ratios are against subjects of the same
 run.
@@ -72,14 +74,41 @@ class NoopExporter(SpanExporter):
 # --- the collector ---------------------------------------------------------------------------
 
 
-def rotel_binary() -> str:
+def rotel_command() -> tuple[str, dict[str, str]]:
+    """rotel-agent and the environment it runs in. PyPI's binary links against the libpython of
+    the interpreter it was installed for; a pyenv-built Python (the 3.13 the NeMo Lens oracle
+    needs) keeps that library in its own `LIBDIR`, off the loader's path, so the binary would
+    fail with `libpython3.13.so.1.0: cannot open shared object file`: that directory is added
+    to `LD_LIBRARY_PATH`. Each candidate is run once (`--version`) before it is used."""
     if os.environ.get("LENS_ROTEL_BIN"):
-        return os.environ["LENS_ROTEL_BIN"]
-    code = "import rotel, os; print(os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'))"
+        return os.environ["LENS_ROTEL_BIN"], dict(os.environ)
+    code = (
+        "import os, sysconfig, rotel\n"
+        "print(os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'))\n"
+        "print(sysconfig.get_config_var('LIBDIR') or '')"
+    )
+    failed = []
     for python in (sys.executable, "python3"):
         done = subprocess.run([python, "-c", code], capture_output=True, text=True)
-        if done.returncode == 0:
-            return done.stdout.strip()
+        if done.returncode != 0:
+            continue
+        binary, libdir = (done.stdout.splitlines() + ["", ""])[:2]
+        env = dict(os.environ)
+        if libdir:
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                p for p in (libdir, env.get("LD_LIBRARY_PATH", "")) if p
+            )
+        ran = subprocess.run([binary, "--version"], capture_output=True, text=True, env=env)
+        if ran.returncode == 0:
+            return binary, env
+        failed.append(f"{binary} (for {python}): {(ran.stderr or ran.stdout).strip()}")
+    if failed:
+        raise SystemExit(
+            "rotel is installed but does not run: "
+            + "; ".join(failed)
+            + ". Install it for another interpreter (`python3 -m pip install rotel`) or set "
+            "LENS_ROTEL_BIN to a rotel-agent that runs"
+        )
     raise SystemExit("rotel is not installed: pip install rotel (or set LENS_ROTEL_BIN)")
 
 
@@ -93,11 +122,13 @@ def free_port() -> int:
 def rotel(tmp: pathlib.Path):
     """A rotel collector on 127.0.0.1 that acknowledges and discards; its OTLP/HTTP base URL."""
     grpc, http = free_port(), free_port()
+    binary, env = rotel_command()
+    stderr = open(tmp / "rotel.stderr", "w")  # noqa: SIM115 (closed in `finally`)
     child = subprocess.Popen(
-        [rotel_binary(), "start", "--otlp-grpc-endpoint", f"127.0.0.1:{grpc}",
+        [binary, "start", "--otlp-grpc-endpoint", f"127.0.0.1:{grpc}",
          "--otlp-http-endpoint", f"127.0.0.1:{http}", "--exporter", "blackhole",
          "--pid-file", str(tmp / "rotel.pid"), "--log-file", str(tmp / "rotel.log")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=stderr, env=env,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 20
@@ -105,13 +136,17 @@ def rotel(tmp: pathlib.Path):
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", http)) == 0:
                     break
+            if child.poll() is not None:
+                said = (tmp / "rotel.stderr").read_text().strip()
+                raise SystemExit(f"rotel exited ({child.returncode}): {said}")
             if time.monotonic() > deadline:
-                raise SystemExit("rotel did not listen")
+                raise SystemExit(f"rotel did not listen on 127.0.0.1:{http} within 20 s")
             time.sleep(0.05)
         yield f"127.0.0.1:{http}"
     finally:
         child.kill()
         child.wait()
+        stderr.close()
 
 
 # --- the subjects ----------------------------------------------------------------------------
@@ -167,6 +202,9 @@ def span_subjects(out: pathlib.Path, collector: str) -> dict:
         "Python JSON-lines (the seed)": JsonLinesExporter(out / "python.jsonl"),
         "Python no-op": NoopExporter(),
         "wasm vendor-http": vendor(lens.WasmSpanExporter, collector, out),
+        "wasm vendor-http, hand-off": vendor(
+            lens.WasmSpanExporter, collector, out, mode="hand-off"
+        ),
         "wasm vendor-http, blocking": vendor(lens.WasmSpanExporter, collector, out, blocking=True),
         "wasm Rust JSON-lines": wasm(lens.WasmSpanExporter, "rust-jsonl.wasm", jsonl, out),
         "wasm Rust JSON-lines, processor": wasm(
@@ -320,6 +358,9 @@ def main() -> None:
             for name, exporter in {
                 "Python OTLP/HTTP": OTLPLogExporter(endpoint=f"http://{collector}/v1/logs"),
                 "wasm vendor-http": vendor(lens.WasmLogExporter, collector, out),
+                "wasm vendor-http, hand-off": vendor(
+                    lens.WasmLogExporter, collector, out, mode="hand-off"
+                ),
                 "wasm vendor-http, blocking": vendor(
                     lens.WasmLogExporter, collector, out, blocking=True
                 ),

@@ -83,6 +83,48 @@ guest!(WasmSpanExporter);
 guest!(WasmMetricExporter);
 guest!(WasmLogExporter);
 
+/// How a core's `export` returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Handed to Lens's queue, then waited for (the GIL released) until delivered: exported,
+    /// or counted as dropped. The exporter classes' default: the SDK's batch processors flush
+    /// by exporting their queue and never call the exporter's `force_flush`, so only this
+    /// makes a provider's `force_flush()` mean delivered.
+    Delivered,
+    /// Handed to Lens's queue; returns at once (`lens.WasmSpanProcessor`, which owns its
+    /// flush, and `mode="hand-off"`).
+    HandOff,
+    /// Exported while the caller waits, without the queue (and so without processors).
+    Blocking,
+}
+
+impl Mode {
+    /// `mode=` as Python says it.
+    pub fn parse(text: &str) -> PyResult<Self> {
+        match text {
+            "delivered" => Ok(Self::Delivered),
+            "hand-off" => Ok(Self::HandOff),
+            "blocking" => Ok(Self::Blocking),
+            other => Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "mode={other:?}: one of \"delivered\", \"hand-off\", \"blocking\""
+            ))),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Delivered => "delivered",
+            Self::HandOff => "hand-off",
+            Self::Blocking => "blocking",
+        }
+    }
+
+    /// Whether batches go through Lens's queue (and its processors).
+    pub fn queued(self) -> bool {
+        self != Self::Blocking
+    }
+}
+
 /// One exporter and, when it hands batches off, the batch processor it feeds.
 pub struct Core<E, Q> {
     pub name: String,
@@ -90,6 +132,11 @@ pub struct Core<E, Q> {
     pub stats: Arc<ExporterStats>,
     /// `None`: blocking.
     pub queue: Option<Q>,
+    mode: Mode,
+    /// One export's budget (`batch.export_timeout_ms`) and the queue's batch size: what a
+    /// delivered `export` waits for at most, per batch of the queue its items make.
+    export_timeout: Duration,
+    max_export_batch_size: usize,
     resource: Mutex<ResourceFollower>,
     /// Set at shutdown (shared with the thread watching the config file, if any).
     shut_down: Arc<AtomicBool>,
@@ -114,11 +161,15 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
         signal: Signal,
         exporter: E,
         stats: Arc<ExporterStats>,
-        queue: Option<impl FnOnce(Arc<Following<E>>) -> Q>,
+        mode: Mode,
+        queue: impl FnOnce(Arc<Following<E>>) -> Q,
     ) -> Self {
         let following = Following::new(exporter);
         let core = Self {
-            queue: queue.map(|make| make(following.clone())),
+            queue: mode.queued().then(|| queue(following.clone())),
+            mode,
+            export_timeout: Duration::from_millis(entry.batch.export_timeout_ms),
+            max_export_batch_size: entry.batch.max_export_batch_size.max(1),
             shutdown_timeout: Duration::from_millis(entry.batch.shutdown_timeout_ms),
             spec: Arc::new(Mutex::new(entry.spec)),
             name: entry.name,
@@ -179,12 +230,22 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
         Some(error)
     }
 
-    /// Why a hand-off after the shutdown failed (the queue counted its items as dropped at
-    /// shutdown); `None` before it.
-    pub fn handed_off(&self) -> Option<String> {
-        self.shut_down
-            .load(Ordering::Acquire)
-            .then(|| format!("wasm exporter `{}`: already shut down", self.name))
+    /// After `items` were handed off: why the export failed (after the shutdown, the queue
+    /// counted them as dropped at shutdown), else `None`; delivered, once the queue has
+    /// exported or dropped everything handed to it so far (the GIL released).
+    pub fn handed_off(&self, py: Python<'_>, items: usize) -> Option<String> {
+        if self.shut_down.load(Ordering::Acquire) {
+            return Some(format!("wasm exporter `{}`: already shut down", self.name));
+        }
+        let queue = self
+            .queue
+            .as_ref()
+            .filter(|_| self.mode == Mode::Delivered)?;
+        let batches = items.div_ceil(self.max_export_batch_size).max(1) as u32;
+        let budget = self.export_timeout.saturating_mul(batches);
+        py.detach(|| queue.flush_within(budget))
+            .err()
+            .map(|e| format!("wasm exporter `{}`: not delivered: {e}", self.name))
     }
 
     /// After the shutdown: `items` received and dropped at shutdown, and why.
@@ -285,13 +346,12 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
         Ok(reloaded.sha256)
     }
 
+    pub fn mode(&self) -> &'static str {
+        self.mode.as_str()
+    }
+
     pub fn stats_json(&self) -> String {
-        let mode = if self.queue.is_some() {
-            "hand-off"
-        } else {
-            "blocking"
-        };
-        stats_json(&self.stats, mode)
+        stats_json(&self.stats, self.mode.as_str())
     }
 }
 
@@ -306,22 +366,25 @@ macro_rules! core_methods {
 
             /// An exporter from the JSON of a wasm entry (without `kind`).
             #[new]
-            #[pyo3(signature = (spec_json, blocking=false))]
-            fn new(py: Python<'_>, spec_json: &str, blocking: bool) -> PyResult<Self> {
-                Self::build(py, Entry::from_json(spec_json, $signal)?, blocking)
+            #[pyo3(signature = (spec_json, mode="hand-off"))]
+            fn new(py: Python<'_>, spec_json: &str, mode: &str) -> PyResult<Self> {
+                let mode = $crate::handoff::Mode::parse(mode)?;
+                Self::build(py, Entry::from_json(spec_json, $signal)?, mode)
             }
 
             /// The `kind = "wasm"` entry of the signal's exporters in a Lens TOML file named
             /// `name` (or the only one).
             #[staticmethod]
-            #[pyo3(signature = (path, name=None, blocking=false))]
+            #[pyo3(signature = (path, name=None, mode="hand-off"))]
             fn from_config(
                 py: Python<'_>,
                 path: std::path::PathBuf,
                 name: Option<String>,
-                blocking: bool,
+                mode: &str,
             ) -> PyResult<Self> {
-                Self::build(py, Entry::from_config(&path, name.as_deref(), $signal)?, blocking)
+                let mode = $crate::handoff::Mode::parse(mode)?;
+                let entry = Entry::from_config(&path, name.as_deref(), $signal)?;
+                Self::build(py, entry, mode)
             }
 
             #[getter]
@@ -343,6 +406,12 @@ macro_rules! core_methods {
             #[getter]
             fn blocking(&self) -> bool {
                 self.0.queue.is_none()
+            }
+
+            /// `delivered`, `hand-off` or `blocking`.
+            #[getter]
+            fn mode(&self) -> &'static str {
+                self.0.mode()
             }
 
             fn force_flush(&self, py: Python<'_>, timeout_millis: u64) -> Option<String> {

@@ -16,14 +16,15 @@ use pyo3::prelude::*;
 use crate::convert;
 use crate::core::{Entry, load_error, stages};
 use crate::following::Handle;
-use crate::handoff::{Core, core_methods};
+use crate::handoff::{Core, Mode, core_methods};
 
 /// One sandboxed log exporter, driven by the Python SDK's log record processor.
 #[pyclass(module = "lens._lens", frozen)]
 pub struct LogCore(Core<WasmLogExporter, BatchLogProcessor>);
 
 impl LogCore {
-    fn build(py: Python<'_>, entry: Entry, blocking: bool) -> PyResult<Self> {
+    fn build(py: Python<'_>, entry: Entry, mode: Mode) -> PyResult<Self> {
+        let blocking = !mode.queued();
         let processors = stages::<Queued>(py, &entry, blocking)?;
         let empty = Resource::builder_empty().build();
         let (exporter, stats) = py
@@ -31,7 +32,7 @@ impl LogCore {
             .map_err(load_error)?;
         let batch = entry.batch;
         let queue_stats = stats.clone();
-        let queue = (!blocking).then_some(move |f| {
+        let queue = move |f| {
             BatchLogProcessor::with_processors(
                 Handle(f),
                 |h| h.0.with(WasmLogExporter::force_flush),
@@ -39,8 +40,15 @@ impl LogCore {
                 batch,
                 queue_stats,
             )
-        });
-        Ok(Self(Core::new(entry, Signal::Logs, exporter, stats, queue)))
+        };
+        Ok(Self(Core::new(
+            entry,
+            Signal::Logs,
+            exporter,
+            stats,
+            mode,
+            queue,
+        )))
     }
 }
 
@@ -64,8 +72,9 @@ core_methods!(LogCore, Signal::Logs, {
         };
         match &self.0.queue {
             Some(queue) => {
+                let n = records.len();
                 queue.hand_off(records);
-                self.0.handed_off()
+                self.0.handed_off(py, n)
             }
             None => self
                 .0

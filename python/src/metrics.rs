@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use crate::convert;
 use crate::core::{Entry, load_error, processors};
 use crate::following::Following;
-use crate::handoff::{Core, core_methods};
+use crate::handoff::{Core, Mode, core_methods};
 use crate::metric_queue::MetricQueue;
 
 /// One sandboxed metric exporter, driven by the Python SDK's metric reader.
@@ -28,21 +28,23 @@ use crate::metric_queue::MetricQueue;
 pub struct MetricCore(Core<WasmMetricExporter, MetricQueue>);
 
 impl MetricCore {
-    fn build(py: Python<'_>, entry: Entry, blocking: bool) -> PyResult<Self> {
+    fn build(py: Python<'_>, entry: Entry, mode: Mode) -> PyResult<Self> {
+        let blocking = !mode.queued();
         let empty = Resource::builder_empty().build();
         let (exporter, stats) = py
             .detach(|| WasmMetricExporter::from_config(&entry.name, &entry.spec, &empty))
             .map_err(load_error)?;
         let processors = processors(py, &entry, blocking)?;
         let (name, queue_stats) = (entry.name.clone(), stats.clone());
-        let queue = (!blocking).then_some(move |f: Arc<Following<WasmMetricExporter>>| {
+        let queue = move |f: Arc<Following<WasmMetricExporter>>| {
             MetricQueue::new(&name, f, queue_stats, processors)
-        });
+        };
         Ok(Self(Core::new(
             entry,
             Signal::Metrics,
             exporter,
             stats,
+            mode,
             queue,
         )))
     }
@@ -79,7 +81,7 @@ core_methods!(MetricCore, Signal::Metrics, {
         let request = collection.request;
         if let Some(queue) = &self.0.queue {
             queue.hand_off(request, points);
-            return None;
+            return self.0.handed_off(py, 1);
         }
         // `export_otlp` counts the points itself; the core's ticket covers none.
         self.0

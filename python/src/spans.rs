@@ -17,14 +17,15 @@ use pyo3::prelude::*;
 use crate::convert;
 use crate::core::{Entry, load_error, stages};
 use crate::following::Handle;
-use crate::handoff::{Core, core_methods};
+use crate::handoff::{Core, Mode, core_methods};
 
 /// One sandboxed span exporter, driven by the Python SDK's processor or used as one.
 #[pyclass(module = "lens._lens", frozen)]
 pub struct SpanCore(Core<WasmSpanExporter, BatchSpanProcessor>);
 
 impl SpanCore {
-    fn build(py: Python<'_>, entry: Entry, blocking: bool) -> PyResult<Self> {
+    fn build(py: Python<'_>, entry: Entry, mode: Mode) -> PyResult<Self> {
+        let blocking = !mode.queued();
         // The processors first: they run before the exporter, and fail setup as early.
         let processors = stages::<SpanData>(py, &entry, blocking)?;
         let empty = Resource::builder_empty().build();
@@ -33,14 +34,14 @@ impl SpanCore {
             .map_err(load_error)?;
         let batch = entry.batch;
         let queue_stats = stats.clone();
-        let queue = (!blocking).then_some(move |f| {
-            BatchSpanProcessor::with_processors(Handle(f), processors, batch, queue_stats)
-        });
+        let queue =
+            move |f| BatchSpanProcessor::with_processors(Handle(f), processors, batch, queue_stats);
         Ok(Self(Core::new(
             entry,
             Signal::Traces,
             exporter,
             stats,
+            mode,
             queue,
         )))
     }
@@ -68,7 +69,7 @@ core_methods!(SpanCore, Signal::Traces, {
             // Counted by the queue: after its shutdown, as dropped at shutdown.
             Some(queue) => {
                 queue.hand_off(batch.spans);
-                self.0.handed_off()
+                self.0.handed_off(py, n as usize)
             }
             None => self.0.export_blocking(py, n, started, |e| {
                 futures_executor::block_on(e.export(batch.spans))

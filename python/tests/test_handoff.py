@@ -1,8 +1,8 @@
-"""Hand-off (the default): `export` queues the batch in Lens's own queue and returns; the guest
-runs on Lens's export thread. Under a hostile guest (hanging, trapping, asking for retries
-forever) the Python process stays responsive, `force_flush` and `shutdown` keep their timeouts
-and every span ends in exactly one counter. Also: `WasmSpanProcessor`, and a trap's message in
-Python's logging."""
+"""Hand-off (`mode="hand-off"`; the processor's only mode): `export` queues the batch in
+Lens's own queue and returns; the guest runs on Lens's export thread. Under a hostile guest
+(hanging, trapping, asking for retries forever) the Python process stays responsive,
+`force_flush` and `shutdown` keep their timeouts and every span ends in exactly one counter.
+Also: `WasmSpanProcessor`, and a trap's message in Python's logging."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ def hung(guests, cls, **keywords):
         settings={"mode": "slow", "sleep_ms": "60000"},
         call_timeout_ms=300,
         shutdown_timeout_ms=500,
+        **({} if cls is lens.WasmSpanProcessor else {"mode": "hand-off"}),
         **keywords,
     )
 
@@ -85,6 +86,7 @@ def test_a_retry_storm_in_the_queue_is_bounded_and_counted(guests, tmp_path):
         settings={"retryable": "1000000", "retry_delay_ms": "0"},
         export_timeout_ms=1000,
         name="storm",
+        mode="hand-off",
     )
     spans = finished_spans(5)
     started = time.monotonic()
@@ -198,7 +200,7 @@ def test_metric_and_log_hand_offs_under_a_hung_guest_keep_their_timeouts_and_cou
         exporter = recorder(
             guests, tmp_path, "otlp", cls=cls, settings={"hang": "true"},
             call_timeout_ms=300, max_queue_size=6, max_export_batch_size=3,
-            name=f"hung-{cls.__name__}",
+            name=f"hung-{cls.__name__}", mode="hand-off",
         )  # fmt: skip
         started = time.monotonic()
         for _ in range(8):

@@ -256,7 +256,7 @@ def test_logs_equal_the_python_sdks_own_encoding(guests, tmp_path, encoding, blo
     stats = exporter.stats()
     n = len(records)
     assert (stats["received"], stats["exported"], stats["dropped"]) == (n, n, 0), stats
-    assert stats["mode"] == ("blocking" if blocking else "hand-off")
+    assert stats["mode"] == ("blocking" if blocking else "delivered")
 
 
 def test_typed_logs_carry_every_field(guests, tmp_path):

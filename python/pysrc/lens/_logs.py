@@ -15,7 +15,7 @@ except ImportError:  # pragma: no cover - older SDKs
     from opentelemetry.sdk._logs.export import LogExporter as _LogExporterBase
     from opentelemetry.sdk._logs.export import LogExportResult
 
-from lens._keywords import Processing, Sandboxed, expect_signal, kept, spec_json
+from lens._keywords import Processing, Sandboxed, expect_signal, kept, mode_of, spec_json
 from lens._lens import LogCore
 
 
@@ -23,16 +23,22 @@ class WasmLogExporter(Sandboxed, _LogExporterBase):
     """A log record exporter running a sandboxed WebAssembly component (``log-exporter``),
     for the SDK's ``BatchLogRecordProcessor`` (NeMo Lens's logger provider:
     ``opentelemetry._logs.get_logger_provider().add_log_record_processor(...)`` after
-    ``setup_telemetry``). As ``WasmSpanExporter``: by default the records, read under the GIL,
-    are handed to Lens's own queue and export thread; ``blocking=True`` waits for the guest.
+    ``setup_telemetry``).
+
+    {modes}
 
     {keywords}
     """
 
     def __init__(
-        self, path: str | PathLike[str], *, blocking: bool = False, **keywords: Any
+        self,
+        path: str | PathLike[str],
+        *,
+        mode: str | None = None,
+        blocking: bool = False,
+        **keywords: Any,
     ) -> None:
-        self._core = LogCore(spec_json(path, **keywords), blocking=blocking)
+        self._core = LogCore(spec_json(path, **keywords), mode_of(mode, blocking, "delivered"))
 
     @classmethod
     def from_config(
@@ -41,6 +47,7 @@ class WasmLogExporter(Sandboxed, _LogExporterBase):
         name: str | None = None,
         signal: str = "logs",
         *,
+        mode: str | None = None,
         blocking: bool = False,
     ) -> WasmLogExporter:
         """The ``kind = "wasm"`` entry of a Lens TOML file's ``[[logs.exporters]]`` named
@@ -48,7 +55,7 @@ class WasmLogExporter(Sandboxed, _LogExporterBase):
         changes (see ``reload``)."""
         expect_signal(signal, "logs", cls)
         exporter = cls.__new__(cls)
-        exporter._core = LogCore.from_config(str(path), name, blocking=blocking)
+        exporter._core = LogCore.from_config(str(path), name, mode_of(mode, blocking, "delivered"))
         return exporter
 
     def export(self, batch: Sequence[Any]) -> LogExportResult:

@@ -22,7 +22,7 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 
-from lens._keywords import Processing, Sandboxed, expect_signal, kept, spec_json
+from lens._keywords import Processing, Sandboxed, expect_signal, kept, mode_of, spec_json
 from lens._lens import MetricCore
 
 _CUMULATIVE = AggregationTemporality.CUMULATIVE
@@ -68,16 +68,24 @@ class WasmMetricExporter(Sandboxed, MetricExporter):
     collection is read under the GIL into an OTLP request and, by default, handed to Lens's
     export thread: neither the reader's thread nor the application's (when it flushes or shuts
     the meter provider down) waits for the guest. The queue holds 4 collections; one that finds
-    it full is dropped and counted. ``blocking=True`` waits for the guest (the GIL released) and
+    it full is dropped and counted. The default ``mode`` is ``"hand-off"`` because the SDK's
+    reader does call the exporter's ``force_flush`` when the meter provider flushes (so
+    ``force_flush()`` means delivered here too); ``mode="delivered"`` makes ``export`` itself
+    wait, ``"blocking"`` (or ``blocking=True``) waits for the guest without Lens's queue and
     returns its answer. Data points are counted as spans are.
 
     {keywords}
     """
 
     def __init__(
-        self, path: str | PathLike[str], *, blocking: bool = False, **keywords: Any
+        self,
+        path: str | PathLike[str],
+        *,
+        mode: str | None = None,
+        blocking: bool = False,
+        **keywords: Any,
     ) -> None:
-        self._start(MetricCore(spec_json(path, **keywords), blocking=blocking))
+        self._start(MetricCore(spec_json(path, **keywords), mode_of(mode, blocking, "hand-off")))
 
     @classmethod
     def from_config(
@@ -86,6 +94,7 @@ class WasmMetricExporter(Sandboxed, MetricExporter):
         name: str | None = None,
         signal: str = "metrics",
         *,
+        mode: str | None = None,
         blocking: bool = False,
     ) -> WasmMetricExporter:
         """The ``kind = "wasm"`` entry of a Lens TOML file's ``[[metrics.exporters]]`` named
@@ -93,7 +102,8 @@ class WasmMetricExporter(Sandboxed, MetricExporter):
         changes (see ``reload``)."""
         expect_signal(signal, "metrics", cls)
         exporter = cls.__new__(cls)
-        exporter._start(MetricCore.from_config(str(path), name, blocking=blocking))
+        core = MetricCore.from_config(str(path), name, mode_of(mode, blocking, "hand-off"))
+        exporter._start(core)
         return exporter
 
     def _start(self, core: Any) -> None:

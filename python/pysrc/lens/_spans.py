@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import Status, StatusCode
 
-from lens._keywords import Processing, Sandboxed, expect_signal, kept, spec_json
+from lens._keywords import Processing, Sandboxed, expect_signal, kept, mode_of, spec_json
 from lens._lens import SpanCore
 
 
@@ -18,13 +18,9 @@ class WasmSpanExporter(Sandboxed, SpanExporter):
     """A span exporter running a sandboxed WebAssembly component, for the SDK's
     ``BatchSpanProcessor`` (and so for NeMo Lens's ``span_exporter=``).
 
-    By default ``export`` reads the batch under the GIL into Lens's own span data, hands it to
-    Lens's queue and export thread (the batch machinery of a Rust rank, with its accounting)
-    and returns ``SUCCESS`` at once: the guest runs without the GIL, while the SDK's processor
-    collects the next batch. A full queue drops spans (``stats()["dropped_queue_full"]``).
-    ``force_flush`` waits for what was handed off; ``shutdown`` drains within its timeout.
-    With ``blocking=True``, ``export`` waits for the guest (the GIL released) and returns its
-    answer: ``FAILURE``, never an exception, when it fails or faults.
+    {modes}
+    A full queue drops spans (``stats()["dropped_queue_full"]``); ``shutdown`` drains within
+    its timeout.
 
     {keywords}
 
@@ -34,9 +30,14 @@ class WasmSpanExporter(Sandboxed, SpanExporter):
     """
 
     def __init__(
-        self, path: str | PathLike[str], *, blocking: bool = False, **keywords: Any
+        self,
+        path: str | PathLike[str],
+        *,
+        mode: str | None = None,
+        blocking: bool = False,
+        **keywords: Any,
     ) -> None:
-        self._core = SpanCore(spec_json(path, **keywords), blocking=blocking)
+        self._core = SpanCore(spec_json(path, **keywords), mode_of(mode, blocking, "delivered"))
 
     @classmethod
     def from_config(
@@ -45,6 +46,7 @@ class WasmSpanExporter(Sandboxed, SpanExporter):
         name: str | None = None,
         signal: str = "traces",
         *,
+        mode: str | None = None,
         blocking: bool = False,
     ) -> WasmSpanExporter:
         """The ``kind = "wasm"`` entry of a Lens TOML file's ``[[traces.exporters]]``: the one
@@ -53,7 +55,7 @@ class WasmSpanExporter(Sandboxed, SpanExporter):
         exporter reloads from its entry when the file changes (see ``reload``)."""
         expect_signal(signal, "traces", cls)
         exporter = cls.__new__(cls)
-        exporter._core = SpanCore.from_config(str(path), name, blocking=blocking)
+        exporter._core = SpanCore.from_config(str(path), name, mode_of(mode, blocking, "delivered"))
         return exporter
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -77,7 +79,7 @@ class WasmSpanProcessor(Sandboxed, SpanProcessor):
     """
 
     def __init__(self, path: str | PathLike[str], **keywords: Any) -> None:
-        self._core = SpanCore(spec_json(path, **keywords), blocking=False)
+        self._core = SpanCore(spec_json(path, **keywords), "hand-off")
 
     @classmethod
     def from_config(
@@ -86,7 +88,7 @@ class WasmSpanProcessor(Sandboxed, SpanProcessor):
         """As ``WasmSpanExporter.from_config``."""
         expect_signal(signal, "traces", cls)
         processor = cls.__new__(cls)
-        processor._core = SpanCore.from_config(str(path), name)
+        processor._core = SpanCore.from_config(str(path), name, "hand-off")
         return processor
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
