@@ -3,7 +3,8 @@
 //! - `lens demo`: a simulated multi-rank training job ([`demo`]);
 //! - `lens check`: validates a `.wasm` exporter and runs the conformance suite on it ([`check`]);
 //! - `lens new`, `lens build`: an exporter project outside this repository ([`project`]);
-//! - `lens config validate | show` ([`config_cmd`]).
+//! - `lens config validate | show` ([`config_cmd`]);
+//! - `lens spool status` ([`spool_cmd`]).
 //!
 //! Exit codes: 0 success; 1 the run finished but something failed (a rank crashed or failed its
 //! setup, spans were dropped with `--fail-on-drop`); 2 bad usage, config or input.
@@ -15,6 +16,7 @@ mod config_cmd;
 mod demo;
 mod project;
 mod push;
+mod spool_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -83,6 +85,9 @@ enum Command {
     /// Validate or show configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Inspect an exporter's disk spool (what an outage left to replay).
+    #[command(subcommand)]
+    Spool(SpoolCommand),
     /// (internal) One rank of `lens demo`.
     #[command(hide = true)]
     DemoRank(demo::RankArgs),
@@ -107,6 +112,20 @@ enum ConfigCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum SpoolCommand {
+    /// What a spool directory holds: batches and items waiting, segments, bytes, damage. Read
+    /// without its lock and without changing it.
+    #[command(after_help = "Example:\n  lens spool status /var/tmp/lens-spool/trainer-rank0-acme")]
+    Status {
+        /// The spool directory.
+        dir: PathBuf,
+        /// One JSON object instead of a line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 fn main() -> ExitCode {
     // Compiles of wasm exporters run in a child of this binary, bounded in memory and time
     // (started with `--lens-compile-worker`, this process is that child).
@@ -122,6 +141,7 @@ fn main() -> ExitCode {
             | Command::Compile(_)
             | Command::Pull(_)
             | Command::Push(_)
+            | Command::Spool(_)
     ) {
         // Their output piped into `head` ends them quietly, as any command-line tool, rather
         // than with a panic on the closed stdout. (Ranks keep Rust's default: they write to
@@ -138,6 +158,7 @@ fn main() -> ExitCode {
         Command::Build(args) => project::build::run(args),
         Command::DemoRank(args) => demo::run_rank(args),
         Command::Config(ConfigCommand::Validate { file }) => config_cmd::validate(&file),
+        Command::Spool(SpoolCommand::Status { dir, json }) => spool_cmd::status(&dir, json),
         Command::Config(ConfigCommand::Show { config }) => config_cmd::show(config.as_deref()),
     }
 }

@@ -35,6 +35,7 @@ mod propagation;
 mod registry;
 mod reload;
 mod span_groups;
+mod spool;
 mod strategy;
 mod telemetry;
 mod wasm;

@@ -37,6 +37,7 @@
 //! | `signal` | [`Signal`] and the WIT package's version, which name every signal and interface (a leaf) | — |
 //! | [`rank`], [`strategy`], [`resource`] | who this rank is, whether it exports, what its signals carry (attribute names from `semconv`) | `config`, `semconv` |
 //! | `batch` | the batch queue under the span and log processors, delivery statistics | `config` |
+//! | [`spool`] | a bounded disk spool of one exporter's export requests: checksummed segments, its lock, replay oldest first | `signal` |
 //! | `tls` | the process's TLS provider for the HTTP clients Lens builds (a leaf) | — |
 //! | `slots` | the named processors one signal fans out to, which a reload replaces, adds and removes (a leaf) | — |
 //! | [`trace`] | Lens's tracer (open spans, the launcher's trace, span groups), safe attributes with redaction, rank-aware sampler, fan-out, Lens's batch span processor and the stages before its exporter (`ExportStage`), health metrics | `config`, `strategy`, `batch`, `slots` |
@@ -84,6 +85,7 @@ pub mod resource;
 pub mod semconv;
 mod signal;
 mod slots;
+pub mod spool;
 pub mod strategy;
 mod telemetry;
 #[cfg(any(test, feature = "testing"))]
