@@ -130,6 +130,31 @@ fn an_image_and_an_index_are_refused_as_not_wasm_artifacts() {
 }
 
 #[test]
+fn a_manifest_over_1_mib_is_refused_while_it_arrives() {
+    let registry = Registry::start();
+    let config = put_blob(&registry, "acme/huge", b"{}");
+    // A well-formed Wasm artifact's manifest, padded past the limit with an annotation.
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": { "mediaType": "application/vnd.wasm.config.v0+json", "digest": config, "size": 2 },
+        "layers": [{ "mediaType": "application/wasm", "digest": config, "size": 2 }],
+        "annotations": { "padding": "x".repeat(3 << 19) },
+    });
+    let (_, reference) = put_manifest(&registry, "acme/huge", "1.0", &manifest);
+    let (said, kept) = refused_pull(&reference);
+    // The registry announces the length: refused before any of it is read.
+    assert!(
+        said.contains(&format!(
+            "{reference}: its manifest is {} bytes or more, over 1048576: refused while it arrived",
+            serde_json::to_vec(&manifest).unwrap().len()
+        )),
+        "{said}"
+    );
+    assert!(!kept);
+}
+
+#[test]
 fn a_registry_wanting_credentials_names_where_they_were_looked_for_and_takes_them_from_env_or_docker_config()
  {
     let registry = Registry::start_with_basic_auth("acme", "s3cret-pass");

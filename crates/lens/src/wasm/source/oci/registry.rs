@@ -48,6 +48,11 @@ pub const PASSWORD_VAR: &str = "LENS_REGISTRY_PASSWORD";
 /// A client for one registry and the credentials for it.
 pub(crate) struct Registry {
     client: Client,
+    /// Manifests are read with this client, not `oci-client`'s (which reads a body whole):
+    /// counted as they arrive, refused past [`MAX_MANIFEST_BYTES`].
+    http: reqwest::Client,
+    /// `http` or `https`.
+    scheme: &'static str,
     auth: RegistryAuth,
     /// Where credentials were looked for, for a refusal's message (never a value).
     looked: String,
@@ -84,6 +89,15 @@ impl Registry {
             ..ClientConfig::default()
         };
         let (auth, looked) = credentials(&reference.registry);
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(60))
+            .user_agent(concat!("lens/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| OciError::Registry {
+                registry: reference.registry.clone(),
+                message: format!("cannot build an HTTP client: {e}"),
+            })?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -93,6 +107,8 @@ impl Registry {
             })?;
         Ok(Self {
             client: Client::new(config),
+            http,
+            scheme: if plain { "http" } else { "https" },
             auth,
             looked,
             name: reference.registry.clone(),
@@ -128,19 +144,19 @@ impl Registry {
     ) -> Result<Artifact, OciError> {
         let expected = reference.digest.clone().unwrap_or_default();
         let r = reference.client_reference();
-        let (bytes, _) = self
-            .run(self.client.pull_manifest_raw(&r, &self.auth, &ACCEPTED))
-            .map_err(|e| self.error(e))?;
         let not_wasm = |what: String| OciError::NotWasmArtifact {
             reference: reference.to_string(),
             what,
         };
-        if bytes.len() > MAX_MANIFEST_BYTES {
-            return Err(not_wasm(format!(
-                "its manifest is {} bytes, over {MAX_MANIFEST_BYTES}",
-                bytes.len()
-            )));
-        }
+        let bytes = self
+            .run(self.manifest_bytes(&r, &ACCEPTED))
+            .map_err(|e| self.fetch_error(e))?
+            .map_err(|size| {
+                not_wasm(format!(
+                    "its manifest is {size} bytes or more, over {MAX_MANIFEST_BYTES}: refused \
+                     while it arrived"
+                ))
+            })?;
         let actual = hex::encode(Sha256::digest(&bytes));
         if actual != expected {
             return Err(OciError::DigestMismatch {
@@ -172,6 +188,93 @@ impl Registry {
             layer_digest: digest,
             layer_size: size,
         })
+    }
+
+    /// The manifest `r` names, read as it arrives: `Ok(Err(size))` once it passes
+    /// [`MAX_MANIFEST_BYTES`] (the announced size, or what arrived so far), nothing more read.
+    /// Authenticated as `oci-client` would (its token exchange, or the credentials as basic
+    /// auth), for the registry's own host only (`reqwest` drops them on a redirect elsewhere).
+    async fn manifest_bytes(
+        &self,
+        r: &oci_client::Reference,
+        accept: &[&str],
+    ) -> Result<Result<Vec<u8>, u64>, ManifestFetch> {
+        let token = self
+            .client
+            .auth(r, &self.auth, oci_client::RegistryOperation::Pull)
+            .await
+            .map_err(ManifestFetch::Client)?;
+        let url = format!(
+            "{}://{}/v2/{}/manifests/{}",
+            self.scheme,
+            r.resolve_registry(),
+            r.repository(),
+            r.digest().or(r.tag()).unwrap_or("latest")
+        );
+        let mut request = self
+            .http
+            .get(&url)
+            .header(reqwest::header::ACCEPT, accept.join(", "));
+        request = match (&token, &self.auth) {
+            (Some(token), _) | (None, RegistryAuth::Bearer(token)) => request.bearer_auth(token),
+            (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
+            (None, _) => request,
+        };
+        let mut response = request.send().await.map_err(ManifestFetch::Http)?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Err(ManifestFetch::NotFound);
+        }
+        if !status.is_success() {
+            // An error's body is read as far as one line of message needs.
+            let mut said = Vec::new();
+            while let Ok(Some(chunk)) = response.chunk().await {
+                said.extend_from_slice(&chunk);
+                if said.len() > 4096 {
+                    break;
+                }
+            }
+            return Err(ManifestFetch::Status(
+                status.as_u16(),
+                String::from_utf8_lossy(&said[..said.len().min(4096)]).into_owned(),
+            ));
+        }
+        let limit = MAX_MANIFEST_BYTES as u64;
+        if let Some(announced) = response.content_length().filter(|n| *n > limit) {
+            return Ok(Err(announced));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(ManifestFetch::Http)? {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() as u64 > limit {
+                return Ok(Err(bytes.len() as u64));
+            }
+        }
+        Ok(Ok(bytes))
+    }
+
+    /// A manifest fetch's failure, as Lens says it.
+    fn fetch_error(&self, e: ManifestFetch) -> OciError {
+        let denied = |status: &str| OciError::Denied {
+            registry: self.name.clone(),
+            status: status.to_string(),
+            looked: self.looked.clone(),
+        };
+        let message = match e {
+            ManifestFetch::Client(e) => return self.error(e),
+            ManifestFetch::Status(401, _) => return denied("401 Unauthorized"),
+            ManifestFetch::Status(403, _) => return denied("403 Forbidden"),
+            ManifestFetch::NotFound => "not found: no such manifest".to_string(),
+            ManifestFetch::Status(code, body) => format!("HTTP {code}: {body}"),
+            ManifestFetch::Http(e) if e.is_connect() || e.is_timeout() => {
+                format!("cannot reach it ({})", chain(&e))
+            }
+            ManifestFetch::Http(e) => chain(&e),
+        };
+        OciError::Registry {
+            registry: self.name.clone(),
+            message: crate::batch::last_error::one_line(&message),
+        }
     }
 
     /// Streams the layer of `artifact` into `out`, counting and hashing as it arrives: refused
@@ -274,18 +377,16 @@ impl Registry {
                 r.tag().unwrap_or_default()
             ),
         };
-        let bytes = match self.run(self.client.pull_manifest_raw(
-            &r,
-            &self.auth,
-            &SIGNATURE_MANIFESTS,
-        )) {
-            Ok((bytes, _)) => bytes,
-            Err(e) if is_not_found(&e) => return Ok(Vec::new()),
-            Err(e) => return Err(self.error(e)),
+        let bytes = match self.run(self.manifest_bytes(&r, &SIGNATURE_MANIFESTS)) {
+            Err(ManifestFetch::NotFound) => return Ok(Vec::new()),
+            Err(e) => return Err(self.fetch_error(e)),
+            Ok(Err(size)) => {
+                return Err(bad(format!(
+                    "a manifest of {size} bytes or more, over {MAX_MANIFEST_BYTES}"
+                )));
+            }
+            Ok(Ok(bytes)) => bytes,
         };
-        if bytes.len() > MAX_MANIFEST_BYTES {
-            return Err(bad(format!("a manifest of {} bytes", bytes.len())));
-        }
         let manifest: oci_client::manifest::OciImageManifest = serde_json::from_slice(&bytes)
             .map_err(|e| bad(format!("not an image manifest ({e})")))?;
         let mut found = Vec::new();
@@ -459,6 +560,18 @@ impl Registry {
     }
 }
 
+/// How fetching a manifest failed.
+enum ManifestFetch {
+    /// The registry has none of that name.
+    NotFound,
+    /// Another answer than success: its status and the start of its body.
+    Status(u16, String),
+    /// The request failed.
+    Http(reqwest::Error),
+    /// `oci-client`'s token exchange failed.
+    Client(OciDistributionError),
+}
+
 /// How streaming a blob ended, short of its bytes.
 enum Streamed {
     /// Past the limit: the size announced or counted so far.
@@ -482,21 +595,6 @@ fn signature_reference(reference: &OciReference) -> oci_client::Reference {
         reference.repository.clone(),
         signature_tag(reference.digest.as_deref().unwrap_or_default()),
     )
-}
-
-/// Whether the registry said that a manifest is not there.
-fn is_not_found(e: &OciDistributionError) -> bool {
-    match e {
-        OciDistributionError::ImageManifestNotFoundError(_) => true,
-        OciDistributionError::ServerError { code: 404, .. } => true,
-        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|x| {
-            matches!(
-                x.code,
-                OciErrorCode::ManifestUnknown | OciErrorCode::NotFound
-            )
-        }),
-        _ => false,
-    }
 }
 
 /// Whether a stream's error is the client's digest check failing.
