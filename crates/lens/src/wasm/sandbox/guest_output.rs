@@ -74,11 +74,12 @@ fn unsafe_char(c: char) -> bool {
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// `text` with every unsafe character escaped (`\n`, `\r`, `\t`, else `\u{…}`) and every
-/// backslash doubled, so that an escaped text reads back unambiguously (a guest's own `\n` is
-/// `\\n`); borrowed when there is nothing to escape.
+/// `text` with every unsafe character escaped (`\n`, `\r`, `\t`, else `\u{…}`); borrowed, and
+/// so unchanged, when it has none. Only a text with something to escape has its backslashes
+/// doubled too (so that it reads back unambiguously: a guest's own `\n` there is `\\n`): a
+/// guest's JSON lines, which hold no raw control character, stay parseable as they are.
 pub fn escape(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(|c| c == '\\' || unsafe_char(c)) {
+    if !text.chars().any(unsafe_char) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -520,8 +521,15 @@ mod tests {
             escape("ok\n[2026-01-01T00:00:00Z WARN lens] forged\r\tx"),
             "ok\\n[2026-01-01T00:00:00Z WARN lens] forged\\r\\tx"
         );
-        // A guest's own backslashes are doubled: its `\n` is not a newline it wrote.
-        assert_eq!(escape(r"a\nb\\"), r"a\\nb\\\\");
+        // Nothing to escape: as it is, backslashes included (a JSON line stays parseable).
+        let json = r#"{"msg":"a \"quoted\" C:\\path\n"}"#;
+        assert!(matches!(escape(json), Cow::Borrowed(_)));
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&escape(json)).unwrap()["msg"],
+            "a \"quoted\" C:\\path\n"
+        );
+        // Something to escape: backslashes doubled too, so the line reads back unambiguously.
+        assert_eq!(escape("a\\nb\u{1b}"), r"a\\nb\u{1b}");
         assert_eq!(escape("a\nb"), r"a\nb");
         assert_eq!(
             escape("a\u{202e}b\u{7f}c\u{85}"),
