@@ -137,6 +137,40 @@ fn signal_settings(args: &CheckArgs) -> Result<SignalSettings, String> {
     Ok((plain, by_signal))
 }
 
+/// Why a failing suite of a component serving several signals may have failed for its
+/// settings: the plain ones go to every signal's suite, and a key like `endpoint` usually
+/// differs per signal. `None` when the suite passed, the component serves one signal, or no
+/// plain setting reached this suite unchanged.
+fn shared_settings_note(
+    suite: &lens::check::SignalReport,
+    signals: usize,
+    spec: &WasmExporterSpec,
+    by_signal: &[(Signal, String, String)],
+) -> Option<String> {
+    if signals < 2 || suite.cases.iter().all(|c| c.outcome.is_ok()) {
+        return None;
+    }
+    let shared: Vec<String> = spec
+        .settings
+        .keys()
+        .filter(|k| {
+            !by_signal
+                .iter()
+                .any(|(s, key, _)| *s == suite.signal && key == *k)
+        })
+        .map(|k| format!("`{k}`"))
+        .collect();
+    if shared.is_empty() {
+        return None;
+    }
+    let signal = suite.signal.as_str();
+    Some(format!(
+        "this suite got the plain settings {}, as every signal's suite does; if one of them \
+         differs per signal (an endpoint), give {signal} its own: `--setting {signal}:KEY=VALUE`",
+        shared.join(", ")
+    ))
+}
+
 /// The settings for every signal, and those for one.
 type SignalSettings = (Vec<(String, String)>, Vec<(Signal, String, String)>);
 
@@ -279,6 +313,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
             print_output("stderr", &c.stderr, args.output_lines);
         }
         total += signal.cases.len();
+        if let Some(note) = shared_settings_note(signal, report.signals.len(), &spec, &by_signal) {
+            println!("    note          {note}");
+        }
         if let Some(ns) = signal.per_item_ns {
             let item = match signal.signal {
                 lens::wasm::Signal::Traces => "span (10k spans, batches of 512)",

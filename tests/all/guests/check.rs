@@ -337,6 +337,19 @@ fn a_retryable_answer_ends_its_case_unless_retry_is_given_and_settings_may_be_pe
                           after shutdown: it must be `rejected`";
     assert!(stdout.contains(after_shutdown), "{stdout}");
     assert!(stdout.contains("FAIL: 3 of "), "{stdout}");
+    // The failing suite says which plain settings it shared with the others (a multi-signal
+    // component with one `endpoint` fails the other signals' suites for it); the passing ones
+    // say nothing.
+    let notes: Vec<&str> = stdout.lines().filter(|l| l.contains("note ")).collect();
+    assert_eq!(
+        notes,
+        [
+            "    note          this suite got the plain settings `out`, as every signal's suite \
+          does; if one of them differs per signal (an endpoint), give traces its own: \
+          `--setting traces:KEY=VALUE`"
+        ],
+        "{stdout}"
+    );
 
     let (code, stdout) = check_retryable_traces(&["--retry"]);
     assert_eq!(code, 1, "{stdout}");
