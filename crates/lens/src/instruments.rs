@@ -87,7 +87,12 @@ impl InferenceInstruments {
                 model.to_string(),
             ));
         }
-        if let Some(d) = m.request_duration_s {
+        let duration = finite(
+            m.request_duration_s,
+            "Histogram",
+            "gen_ai.server.request.duration",
+        );
+        if let Some(d) = duration {
             self.server_request_duration.record(d, &attrs);
         }
         for (tokens, kind) in [(m.input_tokens, "input"), (m.output_tokens, "output")] {
@@ -139,6 +144,28 @@ pub struct RlMetrics {
     pub rollout_duration_ms: Option<f64>,
 }
 
+/// `value` if it is finite; else `None` and the warning NeMo Lens logs. Both SDKs ignore a
+/// non-finite measurement (a NaN would poison a sum for good), OpenTelemetry-Python saying so
+/// (`Set amount nan is not finite on Gauge rl.reward.mean, ignoring measurement.`), the Rust SDK
+/// silently: a training loop logging a NaN loss learns it from Lens as from NeMo Lens.
+fn finite(value: Option<f64>, kind: &str, name: &str) -> Option<f64> {
+    let v = value?;
+    if v.is_finite() {
+        return Some(v);
+    }
+    // Python's `str(float)`: `nan`, `inf`, `-inf`.
+    let shown = if v.is_nan() {
+        "nan"
+    } else if v > 0.0 {
+        "inf"
+    } else {
+        "-inf"
+    };
+    let verb = if kind == "Gauge" { "Set" } else { "Record" };
+    log::warn!("{verb} amount {shown} is not finite on {kind} {name}, ignoring measurement.");
+    None
+}
+
 fn gauge(meter: &Meter, name: &'static str, description: &'static str) -> Gauge<f64> {
     meter.f64_gauge(name).with_description(description).build()
 }
@@ -184,23 +211,35 @@ impl RlInstruments {
 
     /// Records the values that are set.
     pub fn record(&self, m: &RlMetrics) {
-        for (gauge, value) in [
-            (&self.reward_mean, m.reward_mean),
-            (&self.kl_divergence, m.kl_divergence),
-            (&self.policy_loss, m.policy_loss),
-            (&self.value_loss, m.value_loss),
-            (&self.entropy, m.entropy),
-            (&self.response_length_mean, m.response_length_mean),
+        for (gauge, name, value) in [
+            (&self.reward_mean, "rl.reward.mean", m.reward_mean),
+            (&self.kl_divergence, "rl.kl_divergence", m.kl_divergence),
+            (&self.policy_loss, "rl.policy_loss", m.policy_loss),
+            (&self.value_loss, "rl.value_loss", m.value_loss),
+            (&self.entropy, "rl.entropy", m.entropy),
+            (
+                &self.response_length_mean,
+                "rl.response_length.mean",
+                m.response_length_mean,
+            ),
         ] {
-            if let Some(v) = value {
+            if let Some(v) = finite(value, "Gauge", name) {
                 gauge.record(v, &[]);
             }
         }
-        for (histogram, value) in [
-            (&self.generation_duration_ms, m.generation_duration_ms),
-            (&self.rollout_duration_ms, m.rollout_duration_ms),
+        for (histogram, name, value) in [
+            (
+                &self.generation_duration_ms,
+                "rl.generation.duration_ms",
+                m.generation_duration_ms,
+            ),
+            (
+                &self.rollout_duration_ms,
+                "rl.rollout.duration_ms",
+                m.rollout_duration_ms,
+            ),
         ] {
-            if let Some(v) = value {
+            if let Some(v) = finite(value, "Histogram", name) {
                 histogram.record(v, &[]);
             }
         }
@@ -270,19 +309,28 @@ impl GymInstruments {
 
     /// Records the values that are set.
     pub fn record(&self, m: &GymMetrics) {
-        for (histogram, value) in [
+        for (histogram, name, value) in [
             (
                 &self.server_request_duration_ms,
+                "gym.server.request_duration_ms",
                 m.server_request_duration_ms,
             ),
-            (&self.rollout_duration_ms, m.rollout_duration_ms),
-            (&self.verify_duration_ms, m.verify_duration_ms),
+            (
+                &self.rollout_duration_ms,
+                "gym.rollout.duration_ms",
+                m.rollout_duration_ms,
+            ),
+            (
+                &self.verify_duration_ms,
+                "gym.verify.duration_ms",
+                m.verify_duration_ms,
+            ),
         ] {
-            if let Some(v) = value {
+            if let Some(v) = finite(value, "Histogram", name) {
                 histogram.record(v, &[]);
             }
         }
-        if let Some(v) = m.verify_success_rate {
+        if let Some(v) = finite(m.verify_success_rate, "Gauge", "gym.verify.success_rate") {
             self.verify_success_rate.record(v, &[]);
         }
         if let Some(v) = m.active_servers {

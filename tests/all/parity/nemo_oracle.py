@@ -256,8 +256,13 @@ def instruments(calls: list) -> list:
         "rl": record_rl_metrics,
         "gym": record_gym_metrics,
     }
+    non_finite = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
     for call in calls:
-        record[call["family"]](meter, **call["args"])
+        # JSON has no NaN or infinities: those travel as strings.
+        args = {
+            k: non_finite.get(v, v) if isinstance(v, str) else v for k, v in call["args"].items()
+        }
+        record[call["family"]](meter, **args)
     out = []
     for rm in reader.get_metrics_data().resource_metrics:
         for sm in rm.scope_metrics:

@@ -97,6 +97,14 @@ fn lens_instruments() -> Json {
         generation_duration_ms: Some(850.0),
         rollout_duration_ms: Some(2400.0),
     });
+    // Non-finite values: OpenTelemetry-Python ignores them (with a warning), so NeMo Lens's
+    // gauges keep their last value and its histograms their count.
+    RlInstruments::new(&meter).record(&RlMetrics {
+        reward_mean: Some(f64::NAN),
+        kl_divergence: Some(f64::INFINITY),
+        rollout_duration_ms: Some(f64::NEG_INFINITY),
+        ..Default::default()
+    });
     GymInstruments::new(&meter).record(&GymMetrics {
         server_request_duration_ms: Some(12.5),
         rollout_duration_ms: Some(900.0),
@@ -210,6 +218,8 @@ fn the_training_helpers_match_nemo_lens() {
                                       "response_length_mean": 312.5,
                                       "generation_duration_ms": 850.0,
                                       "rollout_duration_ms": 2400.0}},
+            {"family": "rl", "args": {"reward_mean": "nan", "kl_divergence": "inf",
+                                      "rollout_duration_ms": "-inf"}},
             {"family": "gym", "args": {"server_request_duration_ms": 12.5,
                                        "rollout_duration_ms": 900.0, "verify_duration_ms": 3.0,
                                        "verify_success_rate": 0.75, "active_servers": 4}},
