@@ -203,18 +203,28 @@ fn http_outcome(status: u16, retry_after: Option<&str>) -> Attempt {
     }
 }
 
-/// A gRPC status as opentelemetry-otlp classifies it (a server's `RetryInfo` is not read:
-/// retryable codes back off on the host's schedule).
+/// A gRPC status as opentelemetry-otlp classifies it, the server's `RetryInfo` read from its
+/// details: `RESOURCE_EXHAUSTED` is retried only with one (after its delay), `UNAVAILABLE`
+/// after its delay when it gives one, the other retryable codes on the host's schedule.
 fn grpc_failure(status: &tonic::Status) -> Attempt {
     use tonic::Code;
+    use tonic_types::StatusExt as _;
     let why = format!(
         "gRPC export failed: {}: {}",
         status.code(),
         status.message()
     );
+    let asked = status
+        .get_details_retry_info()
+        .and_then(|info| info.retry_delay)
+        .map(|d| d.min(MAX_SERVER_DELAY));
     match status.code() {
-        Code::Unavailable
-        | Code::Cancelled
+        Code::ResourceExhausted => match asked {
+            Some(delay) => Attempt::Retry(why, Some(delay)),
+            None => Attempt::Failed(why),
+        },
+        Code::Unavailable => Attempt::Retry(why, asked.filter(|d| !d.is_zero())),
+        Code::Cancelled
         | Code::DeadlineExceeded
         | Code::Aborted
         | Code::OutOfRange
@@ -251,5 +261,37 @@ mod tests {
         assert!(retried(grpc_failure(&tonic::Status::unavailable("down"))).is_some());
         assert!(retried(grpc_failure(&tonic::Status::invalid_argument("bad"))).is_none());
         assert!(retried(grpc_failure(&tonic::Status::resource_exhausted("full"))).is_none());
+    }
+
+    #[test]
+    fn a_grpc_retry_info_is_honoured_as_opentelemetry_otlp_honours_it() {
+        use tonic_types::{ErrorDetails, StatusExt as _};
+        let with_delay = |code, secs| {
+            tonic::Status::with_error_details(
+                code,
+                "slow down",
+                ErrorDetails::with_retry_info(Some(Duration::from_secs(secs))),
+            )
+        };
+        // Resource exhausted: retried only when the server says when.
+        assert_eq!(
+            retried(grpc_failure(&with_delay(tonic::Code::ResourceExhausted, 7))),
+            Some(Some(Duration::from_secs(7)))
+        );
+        assert_eq!(
+            retried(grpc_failure(&with_delay(tonic::Code::Unavailable, 3))),
+            Some(Some(Duration::from_secs(3)))
+        );
+        // Capped at opentelemetry-otlp's 600 s; a zero delay is the host's schedule.
+        assert_eq!(
+            retried(grpc_failure(&with_delay(tonic::Code::Unavailable, 86_400))),
+            Some(Some(MAX_SERVER_DELAY))
+        );
+        assert_eq!(
+            retried(grpc_failure(&with_delay(tonic::Code::Unavailable, 0))),
+            Some(None)
+        );
+        // A code that is not retryable stays so, whatever the details say.
+        assert!(retried(grpc_failure(&with_delay(tonic::Code::InvalidArgument, 1))).is_none());
     }
 }
