@@ -110,7 +110,8 @@ pub fn record_inference_metrics(meter: &Meter, metrics: &InferenceMetrics<'_>) {
     InferenceInstruments::new(meter).record(metrics)
 }
 
-/// The RL instruments: six gauges and two histograms in milliseconds.
+/// The RL instruments: nine gauges (three of them NeMo Lens 0.2.0's) and two histograms in
+/// milliseconds.
 #[derive(Debug, Clone)]
 pub struct RlInstruments {
     reward_mean: Gauge<f64>,
@@ -119,6 +120,9 @@ pub struct RlInstruments {
     value_loss: Gauge<f64>,
     entropy: Gauge<f64>,
     response_length_mean: Gauge<f64>,
+    grad_norm: Gauge<f64>,
+    learning_rate: Gauge<f64>,
+    throughput_tokens_per_sec: Gauge<f64>,
     generation_duration_ms: Histogram<f64>,
     rollout_duration_ms: Histogram<f64>,
 }
@@ -138,6 +142,12 @@ pub struct RlMetrics {
     pub entropy: Option<f64>,
     /// `rl.response_length.mean`.
     pub response_length_mean: Option<f64>,
+    /// `rl.grad_norm` (NeMo Lens 0.2.0).
+    pub grad_norm: Option<f64>,
+    /// `rl.learning_rate` (NeMo Lens 0.2.0).
+    pub learning_rate: Option<f64>,
+    /// `rl.throughput.tokens_per_sec`, unit `{token}/s` (NeMo Lens 0.2.0).
+    pub throughput_tokens_per_sec: Option<f64>,
     /// `rl.generation.duration_ms`.
     pub generation_duration_ms: Option<f64>,
     /// `rl.rollout.duration_ms`.
@@ -196,6 +206,21 @@ impl RlInstruments {
                 "rl.response_length.mean",
                 "Mean generated response length (tokens).",
             ),
+            grad_norm: gauge(
+                meter,
+                semconv::RL_GRAD_NORM,
+                "Gradient norm of the policy update.",
+            ),
+            learning_rate: gauge(
+                meter,
+                semconv::RL_LEARNING_RATE,
+                "Current optimizer learning rate.",
+            ),
+            throughput_tokens_per_sec: meter
+                .f64_gauge(semconv::RL_THROUGHPUT_TOKENS_PER_SEC)
+                .with_unit("{token}/s")
+                .with_description("Training throughput in tokens per second.")
+                .build(),
             generation_duration_ms: millis(
                 meter,
                 "rl.generation.duration_ms",
@@ -221,6 +246,17 @@ impl RlInstruments {
                 &self.response_length_mean,
                 "rl.response_length.mean",
                 m.response_length_mean,
+            ),
+            (&self.grad_norm, semconv::RL_GRAD_NORM, m.grad_norm),
+            (
+                &self.learning_rate,
+                semconv::RL_LEARNING_RATE,
+                m.learning_rate,
+            ),
+            (
+                &self.throughput_tokens_per_sec,
+                semconv::RL_THROUGHPUT_TOKENS_PER_SEC,
+                m.throughput_tokens_per_sec,
             ),
         ] {
             if let Some(v) = finite(value, "Gauge", name) {
@@ -342,4 +378,71 @@ impl GymInstruments {
 /// NeMo Lens's `record_gym_metrics(meter, …)`.
 pub fn record_gym_metrics(meter: &Meter, metrics: &GymMetrics) {
     GymInstruments::new(meter).record(metrics)
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::metrics::MeterProvider as _;
+    use opentelemetry_sdk::metrics::SdkMeterProvider;
+    use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+
+    use super::*;
+
+    /// NeMo Lens 0.2.0's three RL gauges (not in the 0.1.0 the differential suite runs): their
+    /// names, unit and values as its `record_rl_metrics` writes them.
+    #[test]
+    fn the_rl_gauges_nemo_lens_added_after_0_1_0_record_their_values() {
+        let reader = crate::InMemoryMetricReader::new();
+        let provider = SdkMeterProvider::builder()
+            .with_reader(reader.clone())
+            .build();
+        RlInstruments::new(&provider.meter("rl")).record(&RlMetrics {
+            grad_norm: Some(1.25),
+            learning_rate: Some(3e-5),
+            throughput_tokens_per_sec: Some(48_000.0),
+            ..Default::default()
+        });
+        let data = reader.get_metrics_data().unwrap();
+        let mut got: Vec<(String, String, String, f64)> = data
+            .scope_metrics()
+            .flat_map(|sm| sm.metrics())
+            .map(|m| {
+                let AggregatedMetrics::F64(MetricData::Gauge(g)) = m.data() else {
+                    panic!("{} is not an f64 gauge", m.name());
+                };
+                let value = g.data_points().next().unwrap().value();
+                (
+                    m.name().into(),
+                    m.unit().into(),
+                    m.description().into(),
+                    value,
+                )
+            })
+            .collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            got,
+            [
+                (
+                    "rl.grad_norm",
+                    "",
+                    "Gradient norm of the policy update.",
+                    1.25
+                ),
+                (
+                    "rl.learning_rate",
+                    "",
+                    "Current optimizer learning rate.",
+                    3e-5
+                ),
+                (
+                    "rl.throughput.tokens_per_sec",
+                    "{token}/s",
+                    "Training throughput in tokens per second.",
+                    48_000.0
+                ),
+            ]
+            .map(|(n, u, d, v)| (n.to_string(), u.to_string(), d.to_string(), v))
+        );
+    }
 }

@@ -126,3 +126,18 @@ names! {
     /// Kubernetes job.
     K8S_JOB_NAME = "k8s.job.name";
 }
+
+/// Names NeMo Lens added after 0.1.0 (its 0.2.0, with `record_rl_metrics`'s gauges), which the
+/// differential suite cannot check: only 0.1.0 is on PyPI. Not in [`ALL`], which is 0.1.0's
+/// registry name for name.
+pub const SINCE_0_2_0: &[(&str, &str)] = &[
+    ("RL_GRAD_NORM", RL_GRAD_NORM),
+    ("RL_LEARNING_RATE", RL_LEARNING_RATE),
+    ("RL_THROUGHPUT_TOKENS_PER_SEC", RL_THROUGHPUT_TOKENS_PER_SEC),
+];
+/// Gradient norm of the policy update (NeMo Lens 0.2.0).
+pub const RL_GRAD_NORM: &str = "rl.grad_norm";
+/// The optimizer's current learning rate (NeMo Lens 0.2.0).
+pub const RL_LEARNING_RATE: &str = "rl.learning_rate";
+/// Training throughput, tokens per second (NeMo Lens 0.2.0; unit `{token}/s`).
+pub const RL_THROUGHPUT_TOKENS_PER_SEC: &str = "rl.throughput.tokens_per_sec";
