@@ -183,22 +183,7 @@ fn a_rank_s_log_exporters_count_what_the_processors_dropped() {
         .install_global(false)
         .install()
         .unwrap();
-    let bridge = handle.log_bridge(log::LevelFilter::Trace, "train");
-    for i in 0..30 {
-        let level = if i % 3 == 0 {
-            log::Level::Debug
-        } else {
-            log::Level::Info
-        };
-        log::Log::log(
-            &bridge,
-            &log::Record::builder()
-                .level(level)
-                .target("train")
-                .args(format_args!("record {i}"))
-                .build(),
-        );
-    }
+    super::log_every_third_debug(&handle, 30);
     handle.force_flush(T).unwrap();
     let stats = handle.stats();
     let vendor = stats.log_exporter("vendor").unwrap();

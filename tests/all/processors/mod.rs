@@ -6,6 +6,7 @@ mod check;
 mod demo;
 mod edits;
 mod faults;
+mod injected;
 mod logs;
 mod metrics;
 mod otlp;
@@ -92,4 +93,25 @@ pub(super) fn attribute(span: &SpanData, key: &str) -> Option<Value> {
         .iter()
         .find(|a| a.key == key)
         .map(|a| a.value.clone())
+}
+
+/// Logs `n` records through `handle`'s bridge (target `train`), every third at `DEBUG`, the
+/// rest at `INFO`.
+pub(super) fn log_every_third_debug(handle: &lens::TelemetryHandle, n: usize) {
+    let bridge = handle.log_bridge(log::LevelFilter::Trace, "train");
+    for i in 0..n {
+        let level = if i % 3 == 0 {
+            log::Level::Debug
+        } else {
+            log::Level::Info
+        };
+        log::Log::log(
+            &bridge,
+            &log::Record::builder()
+                .level(level)
+                .target("train")
+                .args(format_args!("record {i}"))
+                .build(),
+        );
+    }
 }

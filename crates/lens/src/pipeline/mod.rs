@@ -169,7 +169,11 @@ impl<'a> BuildContext<'a> {
 
     /// The processors of `signal` that apply to the exporter called `name`, in the config's
     /// order.
-    fn processors_for<T: 'static>(&self, signal: Signal, name: &str) -> Vec<Arc<dyn ExportStage<T>>>
+    pub(crate) fn processors_for<T: 'static>(
+        &self,
+        signal: Signal,
+        name: &str,
+    ) -> Vec<Arc<dyn ExportStage<T>>>
     where
         WasmProcessor: ExportStage<T>,
     {

@@ -125,7 +125,9 @@ impl TelemetryBuilder {
     ) -> Self {
         self.injected.span_exporters.push((
             name.into(),
-            Box::new(move |batch, stats| BatchSpanProcessor::new(exporter, batch, stats)),
+            Box::new(move |batch, stats, stages| {
+                BatchSpanProcessor::with_processors(exporter, stages, batch, stats)
+            }),
         ));
         self
     }
@@ -164,7 +166,9 @@ impl TelemetryBuilder {
     ) -> Self {
         self.injected.log_exporters.push((
             name.into(),
-            Box::new(move |batch, stats| BatchLogProcessor::new(exporter, batch, stats)),
+            Box::new(move |batch, stats, stages| {
+                BatchLogProcessor::with_processors(exporter, |_| Ok(()), stages, batch, stats)
+            }),
         ));
         self
     }

@@ -7,15 +7,17 @@ use std::sync::Arc;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::{MeterProviderBuilder, SdkMeterProvider};
-use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider, SpanProcessor};
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider, SpanData, SpanProcessor};
 
+use crate::batch::ExportStage;
 use crate::batch::ExporterStats;
 use crate::config::env::EnvSource;
 use crate::config::{BatchConfig, LensConfig};
+use crate::config::{ExporterSpec, NoneExporterSpec};
 use crate::error::LensError;
 use crate::exporter::ConsoleOut;
 use crate::exporter::python_json::ResourceOrder;
-use crate::logs::{BatchLogProcessor, FanOutLogProcessor, LogFanOut};
+use crate::logs::{BatchLogProcessor, FanOutLogProcessor, LogFanOut, Queued};
 use crate::pipeline::BuildContext;
 use crate::pipeline::reload::{Running, RunningProcessor};
 use crate::rank::RankInfo;
@@ -23,9 +25,12 @@ use crate::signal::Signal;
 use crate::slots::StatsList;
 use crate::trace::{BatchSpanProcessor, FanOutCore, FanOutSpanProcessor, RankAwareSampler};
 
-pub(super) type SpanFactory =
-    Box<dyn FnOnce(BatchConfig, Arc<ExporterStats>) -> BatchSpanProcessor>;
-pub(super) type LogFactory = Box<dyn FnOnce(BatchConfig, Arc<ExporterStats>) -> BatchLogProcessor>;
+/// Builds an injected exporter's batch processor `P` of items `T`, with the config's
+/// processors that apply to it.
+type Factory<P, T> =
+    Box<dyn FnOnce(BatchConfig, Arc<ExporterStats>, Vec<Arc<dyn ExportStage<T>>>) -> P>;
+pub(super) type SpanFactory = Factory<BatchSpanProcessor, SpanData>;
+pub(super) type LogFactory = Factory<BatchLogProcessor, Queued>;
 pub(super) type ReaderHook = Box<dyn FnOnce(MeterProviderBuilder) -> MeterProviderBuilder>;
 
 /// What the application handed the builder in code, in place of the config's exporters.
@@ -180,9 +185,16 @@ fn tracer_provider(
             running.entries.push(entry);
         }
     }
+    if !span_exporters.is_empty() {
+        let names: Vec<&str> = span_exporters.iter().map(|(n, _)| n.as_str()).collect();
+        for stats in injected_processors(ctx, config, Signal::Traces, &names)? {
+            core.processor_stats().add(stats);
+        }
+    }
     for (name, factory) in span_exporters {
-        let stats = Arc::new(ExporterStats::new(name));
-        let processor = Box::new(factory(config.batch, stats.clone()));
+        let stats = Arc::new(ExporterStats::new(&name));
+        let stages = ctx.processors_for::<SpanData>(Signal::Traces, &name);
+        let processor = Box::new(factory(config.batch, stats.clone(), stages));
         core.add(None, processor, Some(stats));
     }
     for p in span_processors {
@@ -212,6 +224,15 @@ fn meter_provider(
     let mut all_stats = Vec::new();
     if !config.metrics_enabled {
         return Ok((builder.build(), all_stats));
+    }
+    if !metric_readers.is_empty() && !config.metrics.processors.is_empty() {
+        // A reader is the application's own pipeline: Lens sees no exporter behind it.
+        log::warn!(
+            "[[metrics.processors]] do not apply to a metric reader injected in code (Lens \
+             sees no exporter behind it): its collections reach it unprocessed; list the \
+             exporter in [[metrics.exporters]] instead, or keep the processors for the \
+             config's exporters"
+        );
     }
     if metric_readers.is_empty() {
         running.signals.push(Signal::Metrics);
@@ -273,15 +294,57 @@ fn logger_provider(
             running.entries.push(entry);
         }
     }
+    if !log_exporters.is_empty() {
+        let names: Vec<&str> = log_exporters.iter().map(|(n, _)| n.as_str()).collect();
+        for stats in injected_processors(ctx, config, Signal::Logs, &names)? {
+            processor_stats.add(stats);
+        }
+    }
     for (name, factory) in log_exporters {
-        let stats = Arc::new(ExporterStats::new(name));
-        fanout.add(None, factory(config.log_batch, stats.clone()));
+        let stats = Arc::new(ExporterStats::new(&name));
+        let stages = ctx.processors_for::<Queued>(Signal::Logs, &name);
+        fanout.add(None, factory(config.log_batch, stats.clone(), stages));
         all_stats.add(stats);
     }
     let provider = builder
         .with_log_processor(FanOutLogProcessor(fanout.clone()))
         .build();
     Ok((provider, Some(fanout), all_stats))
+}
+
+/// The config's processors of `signal`, built for the exporters injected in code (`names`) in
+/// place of the config's: a processor applying to every exporter applies to them; one naming
+/// only the config's exporters (which they replace) applies to none, and says so.
+fn injected_processors(
+    ctx: &mut BuildContext<'_>,
+    config: &LensConfig,
+    signal: Signal,
+    names: &[&str],
+) -> Result<Vec<Arc<ExporterStats>>, LensError> {
+    let table = signal.as_str();
+    for spec in &config.signal(signal).processors {
+        if !names.iter().any(|n| spec.applies_to(n)) {
+            log::warn!(
+                "[[{table}.processors]] `{}` applies to {:?}, which the {table} exporters \
+                 injected in code ({}) replace: it runs for none of them (an empty `exporters` \
+                 applies to every exporter, injected ones included)",
+                spec.display_name(),
+                spec.exporters(),
+                names.join(", ")
+            );
+        }
+    }
+    // Stand-ins with the injected exporters' names: what a processor's lanes and `exporters`
+    // are checked against.
+    let exporters: Vec<ExporterSpec> = names
+        .iter()
+        .map(|n| {
+            ExporterSpec::None(NoneExporterSpec {
+                name: Some((*n).to_string()),
+            })
+        })
+        .collect();
+    ctx.build_processors(signal, &exporters)
 }
 
 pub(super) fn off_tracer_provider() -> SdkTracerProvider {
