@@ -60,17 +60,23 @@ fn main() {
 fn wasi_wit(here: &std::path::Path) {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("wasi-wit");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let metadata = std::process::Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--offline",
-            "--manifest-path",
-        ])
-        .arg(here.join("Cargo.toml"))
-        .output()
-        .expect("running cargo metadata");
+    // Offline first (the build has fetched what it builds); `cargo metadata` also wants the
+    // manifests of other platforms' dependencies, which a fresh registry may lack: then online.
+    let run = |offline: bool| {
+        let mut command = std::process::Command::new(&cargo);
+        command.args(["metadata", "--format-version", "1"]);
+        if offline {
+            command.arg("--offline");
+        }
+        command
+            .arg("--manifest-path")
+            .arg(here.join("Cargo.toml"))
+            .output()
+            .expect("running cargo metadata")
+    };
+    let metadata = Some(run(true))
+        .filter(|m| m.status.success())
+        .unwrap_or_else(|| run(false));
     assert!(
         metadata.status.success(),
         "cargo metadata: {}",

@@ -13,13 +13,16 @@
 
 pub(crate) mod last_error;
 pub(crate) mod retry;
+#[cfg(test)]
+mod spool_tests;
+mod spooling;
 mod stats;
 #[cfg(test)]
 mod tests;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -30,6 +33,8 @@ use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
 use crate::config::BatchConfig;
 use crate::signal::Signal;
+use crate::spool::{Opened, Spool};
+use spooling::Spooling;
 pub use stats::{
     DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats, Processed,
     ProcessorCounts,
@@ -47,6 +52,10 @@ pub(crate) trait BatchExport: Send + Sync + 'static {
     }
     /// Exports one batch to completion.
     fn export(&self, batch: Vec<Self::Item>) -> OTelSdkResult;
+    /// The batch as a spool record (the OTLP request of its signal).
+    fn encode(&self, batch: &[Self::Item]) -> Vec<u8>;
+    /// A spool record read back (bytes from disk: anything may be in them).
+    fn decode(&self, record: &[u8]) -> Result<Vec<Self::Item>, String>;
     /// Flushes what the exporter itself buffers.
     fn force_flush(&mut self) -> OTelSdkResult;
     /// Shuts the exporter down.
@@ -92,7 +101,8 @@ pub fn run_stages<T: 'static>(
 enum Control {
     /// Export what is queued now, full batches or not (a hand-off of a whole batch).
     ExportQueued,
-    Flush(Sender<OTelSdkResult>),
+    /// Export what is queued, replay the spool until the deadline, flush the exporter.
+    Flush(Sender<OTelSdkResult>, Instant),
     Shutdown(Sender<OTelSdkResult>, Duration),
     SetResource(Resource),
 }
@@ -111,6 +121,10 @@ struct Shared<T> {
     noun: &'static str,
     in_flight: Mutex<InFlight>,
     items_rx: Receiver<T>,
+    /// The exporter's spool, if its entry has one.
+    spooling: Option<Spooling>,
+    /// Set at shutdown: the spiller stops.
+    stopping: AtomicBool,
 }
 
 impl<T> Shared<T> {
@@ -146,7 +160,7 @@ impl<T> Shared<T> {
 
     /// Accounts for a chunk of `n` items just processed and exported (none left by the
     /// processors: no export); `false` when shutdown gave up meanwhile.
-    fn resolve(&self, n: u64, processed: &Processed, ok: bool, elapsed: Duration) -> bool {
+    fn resolve(&self, n: u64, processed: &Processed, outcome: Outcome, elapsed: Duration) -> bool {
         let mut state = self.lock();
         if state.abandoned {
             return false;
@@ -154,7 +168,12 @@ impl<T> Shared<T> {
         self.stats.record_processed(processed);
         let exported = n - processed.dropped();
         if exported > 0 {
-            self.stats.record_batch(exported, ok, elapsed);
+            match outcome {
+                Outcome::Exported => self.stats.record_batch(exported, true, elapsed),
+                Outcome::Failed => self.stats.record_batch(exported, false, elapsed),
+                // Counted by the spool (spooled, or dropped for want of room).
+                Outcome::Spooled => {}
+            }
         }
         state.items -= n;
         true
@@ -173,6 +192,15 @@ impl<T> Shared<T> {
     }
 }
 
+/// What became of a chunk taken from the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Exported,
+    Failed,
+    /// Handed to the spool (which counts it as spooled or dropped).
+    Spooled,
+}
+
 /// A bounded queue feeding one exporter from a worker thread, with exact statistics.
 pub(crate) struct BatchQueue<T> {
     items_tx: Sender<T>,
@@ -180,6 +208,12 @@ pub(crate) struct BatchQueue<T> {
     control_tx: Sender<Control>,
     shared: Arc<Shared<T>>,
     worker: Mutex<Option<JoinHandle<()>>>,
+    /// With a spool: the thread that spills a filling queue while the worker exports, woken
+    /// by `pressure_tx`.
+    spiller: Mutex<Option<JoinHandle<()>>>,
+    pressure_tx: Option<Sender<()>>,
+    /// Queue length past which the spiller is woken.
+    high_water: usize,
     is_shutdown: AtomicBool,
     max_batch: usize,
     flush_timeout: Duration,
@@ -197,6 +231,7 @@ impl<T> std::fmt::Debug for BatchQueue<T> {
 impl<T: Send + 'static> BatchQueue<T> {
     /// Starts the worker thread (`lens-bsp-{exporter name}` for spans, `lens-blrp-…` for log
     /// records, after the SDKs' processors) for `exporter`, counting into `stats`.
+    #[cfg(test)]
     pub(crate) fn new<E>(
         exporter: E,
         config: BatchConfig,
@@ -206,35 +241,78 @@ impl<T: Send + 'static> BatchQueue<T> {
     where
         E: BatchExport<Item = T>,
     {
-        let (items_tx, items_rx) = bounded(config.max_queue_size.max(1));
+        Self::with_spool(exporter, config, stats, signal, None)
+    }
+
+    /// [`new`](Self::new), batches the exporter cannot take going to `spool` (opened, with
+    /// what it found) instead of being dropped.
+    pub(crate) fn with_spool<E>(
+        exporter: E,
+        config: BatchConfig,
+        stats: Arc<ExporterStats>,
+        signal: Signal,
+        spool: Option<(Spool, Opened)>,
+    ) -> Self
+    where
+        E: BatchExport<Item = T>,
+    {
+        let capacity = config.max_queue_size.max(1);
+        let (items_tx, items_rx) = bounded(capacity);
         let (wake_tx, wake_rx) = bounded(1);
         let (control_tx, control_rx) = bounded(16);
+        let spooling = spool.map(|(spool, opened)| Spooling::new(spool, opened, &stats));
         let shared = Arc::new(Shared {
             stats,
             noun: signal.items(),
             in_flight: Mutex::default(),
             items_rx,
+            spooling,
+            stopping: AtomicBool::new(false),
         });
+        let max_batch = config.max_export_batch_size.max(1);
+        let exporter = Arc::new(RwLock::new(exporter));
+        let delay = Duration::from_millis(config.scheduled_delay_ms.max(1));
         let worker = Worker {
-            exporter,
+            exporter: exporter.clone(),
             shared: shared.clone(),
-            max_batch: config.max_export_batch_size.max(1),
+            max_batch,
             lanes: config.max_concurrent_exports.max(1),
-            delay: Duration::from_millis(config.scheduled_delay_ms.max(1)),
+            delay,
         };
         let name = format!("lens-{}-{}", thread_prefix(signal), shared.stats.name());
         let handle = std::thread::Builder::new()
-            .name(name)
+            .name(name.clone())
             .spawn(move || worker.run(control_rx, wake_rx))
             .expect("spawning a batch processor thread");
+        let (mut spiller, mut pressure_tx) = (None, None);
+        if shared.spooling.is_some() {
+            let (tx, rx) = bounded(1);
+            let spill = Spiller {
+                exporter,
+                shared: shared.clone(),
+                max_batch,
+                low_water: capacity / 4,
+                delay,
+            };
+            spiller = Some(
+                std::thread::Builder::new()
+                    .name(format!("{name}-spill"))
+                    .spawn(move || spill.run(rx))
+                    .expect("spawning a spool thread"),
+            );
+            pressure_tx = Some(tx);
+        }
         Self {
             items_tx,
             wake_tx,
             control_tx,
             shared,
             worker: Mutex::new(Some(handle)),
+            spiller: Mutex::new(spiller),
+            pressure_tx,
+            high_water: capacity / 2,
             is_shutdown: AtomicBool::new(false),
-            max_batch: config.max_export_batch_size.max(1),
+            max_batch,
             flush_timeout: Duration::from_millis(config.shutdown_timeout_ms),
         }
     }
@@ -254,8 +332,14 @@ impl<T: Send + 'static> BatchQueue<T> {
         }
         match self.items_tx.try_send(item) {
             Ok(()) => {
-                if self.items_tx.len() >= self.max_batch {
+                let queued = self.items_tx.len();
+                if queued >= self.max_batch {
                     let _ = self.wake_tx.try_send(());
+                }
+                if let Some(pressure) = &self.pressure_tx
+                    && queued >= self.high_water
+                {
+                    let _ = pressure.try_send(());
                 }
             }
             Err(TrySendError::Full(_)) => stats.record_dropped(DropReason::QueueFull, 1),
@@ -282,7 +366,9 @@ impl<T: Send + 'static> BatchQueue<T> {
         if self.is_shutdown.load(Ordering::Relaxed) {
             return Err(OTelSdkError::AlreadyShutdown);
         }
-        self.request(Control::Flush, timeout)
+        // The worker's replay of the spool ends a little before the caller stops waiting.
+        let deadline = Instant::now() + timeout.mul_f64(0.8);
+        self.request(|tx| Control::Flush(tx, deadline), timeout)
             .unwrap_or(Err(OTelSdkError::Timeout(timeout)))
     }
 
@@ -297,12 +383,14 @@ impl<T: Send + 'static> BatchQueue<T> {
                 if let Some(h) = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take() {
                     let _ = h.join();
                 }
+                self.stop_spiller();
                 // Items that raced with shutdown into the queue.
                 self.shared.abandon();
                 result
             }
             None => {
                 // The worker is stuck (a slow or hung exporter): count what it holds and leave it.
+                self.shared.stopping.store(true, Ordering::SeqCst);
                 self.shared.abandon();
                 log::warn!(
                     "exporter `{}`: shutdown timed out after {timeout:?}; queued and in-flight {} counted as dropped",
@@ -311,6 +399,23 @@ impl<T: Send + 'static> BatchQueue<T> {
                 );
                 Err(OTelSdkError::Timeout(timeout))
             }
+        }
+    }
+
+    /// Stops the spiller (it ends once its queue is closed or abandoned; never waited on past
+    /// a chunk it is writing).
+    fn stop_spiller(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        if let Some(tx) = &self.pressure_tx {
+            let _ = tx.try_send(());
+        }
+        if let Some(h) = self
+            .spiller
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = h.join();
         }
     }
 
@@ -337,7 +442,9 @@ impl<T: Send + 'static> BatchQueue<T> {
 }
 
 struct Worker<E: BatchExport> {
-    exporter: E,
+    /// Shared with the spiller, which processes and encodes beside an export; written only
+    /// by the worker (flush, shutdown, resource).
+    exporter: Arc<RwLock<E>>,
     shared: Arc<Shared<E::Item>>,
     max_batch: usize,
     /// Chunks exported at once (`max_concurrent_exports`).
@@ -359,18 +466,26 @@ impl<E: BatchExport> Worker<E> {
                             return;
                         }
                     }
-                    Ok(Control::Flush(reply)) => {
-                        // Queued items first, then whatever the exporter itself buffers.
-                        let exported = self.export_queued();
-                        let _ = reply.send(exported.and(self.exporter.force_flush()));
+                    Ok(Control::Flush(reply, deadline)) => {
+                        // Queued items first, then the spool, then whatever the exporter
+                        // itself buffers.
+                        let exported = self.export_queued().and(self.replay_all(deadline));
+                        let flushed = write(&self.exporter).force_flush();
+                        let _ = reply.send(exported.and(flushed));
                     }
                     Ok(Control::Shutdown(reply, timeout)) => {
+                        let started = Instant::now();
                         let result = self.export_queued();
-                        let shut = self.exporter.shutdown_with_timeout(timeout);
-                        let _ = reply.send(result.and(shut));
+                        let replayed = self.replay_all(started + timeout.mul_f64(0.8));
+                        let left = timeout.saturating_sub(started.elapsed());
+                        let shut = write(&self.exporter).shutdown_with_timeout(left);
+                        self.report_spooled();
+                        let _ = reply.send(result.and(replayed).and(shut));
                         return;
                     }
-                    Ok(Control::SetResource(resource)) => self.exporter.set_resource(&resource),
+                    Ok(Control::SetResource(resource)) => {
+                        write(&self.exporter).set_resource(&resource);
+                    }
                     Err(_) => return,
                 },
                 recv(wake_rx) -> _ => {
@@ -385,8 +500,54 @@ impl<E: BatchExport> Worker<E> {
                     if self.export_queued().is_err() && self.shared.lock().abandoned {
                         return;
                     }
+                    self.replay_between(Instant::now() + self.delay);
                     next_timer = Instant::now() + self.delay;
                 }
+            }
+        }
+    }
+
+    /// Replays spooled records while less than a batch of new data waits (new data first),
+    /// until `deadline`.
+    fn replay_between(&self, deadline: Instant) {
+        if let Some(spooling) = &self.shared.spooling {
+            let exporter = read(&self.exporter);
+            let queue = &self.shared.items_rx;
+            let max = self.max_batch;
+            spooling.replay(&*exporter, &self.shared.stats, deadline, true, || {
+                queue.len() < max
+            });
+        }
+    }
+
+    /// Replays the whole spool, until `deadline`: an error when some is left.
+    fn replay_all(&self, deadline: Instant) -> OTelSdkResult {
+        let Some(spooling) = &self.shared.spooling else {
+            return Ok(());
+        };
+        let exporter = read(&self.exporter);
+        match spooling.replay(&*exporter, &self.shared.stats, deadline, false, || true) {
+            0 => Ok(()),
+            left => Err(OTelSdkError::InternalFailure(format!(
+                "{left} {} are spooled in {}, not yet delivered",
+                self.shared.noun,
+                spooling.dir().display()
+            ))),
+        }
+    }
+
+    /// At shutdown: says what stays in the spool for the next process.
+    fn report_spooled(&self) {
+        if let Some(spooling) = &self.shared.spooling {
+            let left = spooling.held();
+            if left > 0 {
+                log::warn!(
+                    "exporter `{}`: {left} {} stay spooled in {}: the next process given this \
+                     spool sends them (or `lens spool replay`)",
+                    self.shared.stats.name(),
+                    self.shared.noun,
+                    spooling.dir().display()
+                );
             }
         }
     }
@@ -422,7 +583,8 @@ impl<E: BatchExport> Worker<E> {
             return Some((0, Ok(())));
         }
         let first = chunks.remove(0);
-        let (shared, exporter) = (&*self.shared, &self.exporter);
+        let exporter = read(&self.exporter);
+        let (shared, exporter) = (&*self.shared, &*exporter);
         let results: Vec<Option<OTelSdkResult>> = std::thread::scope(|scope| {
             let others: Vec<_> = chunks
                 .into_iter()
@@ -474,6 +636,9 @@ fn export_one<E: BatchExport>(
         Ok((chunk, processed)) if chunk.is_empty() => (Ok(()), processed),
         Ok((chunk, processed)) => {
             debug_assert_eq!(chunk.len() as u64 + processed.dropped(), n as u64);
+            if let Some(spooling) = &shared.spooling {
+                return spool_or_export(shared, spooling, exporter, chunk, n, processed);
+            }
             let started = Instant::now();
             let exported = std::panic::catch_unwind(AssertUnwindSafe(|| exporter.export(chunk)))
                 .unwrap_or_else(|_| {
@@ -493,9 +658,144 @@ fn export_one<E: BatchExport>(
             shared.noun
         );
     }
+    let outcome = if result.is_ok() {
+        Outcome::Exported
+    } else {
+        Outcome::Failed
+    };
     shared
-        .resolve(n as u64, &processed, result.is_ok(), elapsed)
+        .resolve(n as u64, &processed, outcome, elapsed)
         .then_some(result)
+}
+
+/// A processed chunk of an exporter with a spool: spooled while the exporter is down,
+/// else exported, and spooled when that fails.
+fn spool_or_export<E: BatchExport>(
+    shared: &Shared<E::Item>,
+    spooling: &Spooling,
+    exporter: &E,
+    chunk: Vec<E::Item>,
+    n: usize,
+    processed: Processed,
+) -> Option<OTelSdkResult> {
+    let items = chunk.len() as u64;
+    if spooling.is_down() {
+        spooling.append(&shared.stats, items, &exporter.encode(&chunk));
+        return shared
+            .resolve(n as u64, &processed, Outcome::Spooled, Duration::ZERO)
+            .then_some(Ok(()));
+    }
+    let record = exporter.encode(&chunk);
+    let errors_at = shared.stats.errors_recorded();
+    let started = Instant::now();
+    spooling.exporting.store(true, Ordering::SeqCst);
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| exporter.export(chunk)))
+        .unwrap_or_else(|_| {
+            Err(OTelSdkError::InternalFailure(
+                "the exporter panicked".into(),
+            ))
+        });
+    spooling.exporting.store(false, Ordering::SeqCst);
+    let elapsed = started.elapsed();
+    spooling.exported(&result);
+    match result {
+        Ok(()) => shared
+            .resolve(n as u64, &processed, Outcome::Exported, elapsed)
+            .then_some(Ok(())),
+        Err(e) => {
+            shared.stats.record_failure(&e, errors_at);
+            let spooled = spooling.append(&shared.stats, items, &record);
+            log::warn!(
+                "exporter `{}`: export of {items} {} failed ({e}){}",
+                shared.stats.name(),
+                shared.noun,
+                if spooled {
+                    "; spooled, sent when it recovers"
+                } else {
+                    "; the spool has no room: dropped"
+                }
+            );
+            shared
+                .resolve(n as u64, &processed, Outcome::Spooled, elapsed)
+                .then_some(Ok(()))
+        }
+    }
+}
+
+/// With a spool: takes batches from a queue filling up while the worker is inside an export
+/// (a hung collector, a long retry) into the spool, so that the queue does not overflow.
+struct Spiller<E: BatchExport> {
+    exporter: Arc<RwLock<E>>,
+    shared: Arc<Shared<E::Item>>,
+    max_batch: usize,
+    /// Spills until the queue is this short.
+    low_water: usize,
+    delay: Duration,
+}
+
+impl<E: BatchExport> Spiller<E> {
+    fn run(self, pressure: Receiver<()>) {
+        let _suppress = Context::enter_telemetry_suppressed_scope();
+        let spooling = self
+            .shared
+            .spooling
+            .as_ref()
+            .expect("a spiller has a spool");
+        loop {
+            match pressure.recv_timeout(self.delay) {
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+                _ if self.shared.stopping.load(Ordering::SeqCst) => return,
+                _ => {}
+            }
+            while spooling.exporting.load(Ordering::SeqCst)
+                && self.shared.items_rx.len() > self.low_water
+            {
+                let Some(mut chunks) = self.shared.take_chunks(self.max_batch, 1, false) else {
+                    return;
+                };
+                let chunk = chunks.pop().unwrap_or_default();
+                let n = chunk.len();
+                if n == 0 {
+                    break;
+                }
+                let exporter = read(&self.exporter);
+                let processed = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    let (chunk, processed) = exporter.process(chunk);
+                    let record = (!chunk.is_empty()).then(|| exporter.encode(&chunk));
+                    (chunk.len() as u64, record, processed)
+                }));
+                // Spooled and resolved at once: a shutdown giving up on the queue meanwhile
+                // counts the chunk, and then it is not spooled too.
+                let mut state = self.shared.lock();
+                if state.abandoned {
+                    return;
+                }
+                match processed {
+                    Ok((items, record, processed)) => {
+                        self.shared.stats.record_processed(&processed);
+                        if let Some(record) = record {
+                            spooling.append(&self.shared.stats, items, &record);
+                        }
+                    }
+                    Err(_) => {
+                        let failed = n as u64;
+                        self.shared
+                            .stats
+                            .record_batch(failed, false, Duration::ZERO);
+                    }
+                }
+                state.items -= n as u64;
+            }
+        }
+    }
+}
+
+fn read<E>(lock: &RwLock<E>) -> std::sync::RwLockReadGuard<'_, E> {
+    lock.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<E>(lock: &RwLock<E>) -> std::sync::RwLockWriteGuard<'_, E> {
+    lock.write().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The worker thread's name prefix: the SDKs' abbreviation of the signal's batch processor.

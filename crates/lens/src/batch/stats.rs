@@ -26,6 +26,10 @@ pub enum DropReason {
     Rejected,
     /// A processor before the exporter dropped them (its decision, or `on_fault = "drop"`).
     Processor,
+    /// The spool had no room (its `max_mib`, or a full disk).
+    SpoolFull,
+    /// Damaged records of the spool, skipped.
+    SpoolCorrupt,
 }
 
 /// What one processor did to the items on their way to one exporter.
@@ -65,6 +69,7 @@ pub struct ExporterStats {
     dropped_disabled: AtomicU64,
     dropped_processor: AtomicU64,
     processor_faults: AtomicU64,
+    spool: SpoolCounters,
     /// By processor name.
     processors: Mutex<BTreeMap<String, ProcessorCounts>>,
     /// Items of accepted batches the exporter refused; counted as exported first.
@@ -88,6 +93,18 @@ pub struct ExporterStats {
     last_error: LastError,
     /// Exports made outside Lens's batch queue and still running.
     direct: Mutex<DirectExports>,
+}
+
+/// A spool's counters (all zero without one).
+#[derive(Debug, Default)]
+struct SpoolCounters {
+    spooled: AtomicU64,
+    replayed: AtomicU64,
+    found: AtomicU64,
+    /// Items in the spool now.
+    held: AtomicU64,
+    dropped_full: AtomicU64,
+    dropped_corrupt: AtomicU64,
 }
 
 /// Exports made outside Lens's batch queue (a metric reader's, the Python package's): counted
@@ -134,6 +151,7 @@ impl ExporterStats {
             dropped_disabled: AtomicU64::new(0),
             dropped_processor: AtomicU64::new(0),
             processor_faults: AtomicU64::new(0),
+            spool: SpoolCounters::default(),
             processors: Mutex::default(),
             rejected: AtomicU64::new(0),
             retries: AtomicU64::new(0),
@@ -249,6 +267,8 @@ impl ExporterStats {
             DropReason::Disabled => &self.dropped_disabled,
             DropReason::Rejected => &self.rejected,
             DropReason::Processor => &self.dropped_processor,
+            DropReason::SpoolFull => &self.spool.dropped_full,
+            DropReason::SpoolCorrupt => &self.spool.dropped_corrupt,
         };
         counter.fetch_add(spans, Relaxed);
     }
@@ -405,6 +425,30 @@ impl ExporterStats {
         self.record_dropped(reason, items);
     }
 
+    /// `items` went to the spool; it holds `held` now.
+    pub(crate) fn record_spooled(&self, items: u64, held: u64) {
+        self.spool.spooled.fetch_add(items, Relaxed);
+        self.spool.held.store(held, Relaxed);
+    }
+
+    /// `items` came back out of the spool and were exported; it holds `held` now.
+    pub(crate) fn record_replayed(&self, items: u64, held: u64) {
+        self.spool.replayed.fetch_add(items, Relaxed);
+        self.exported.fetch_add(items, Relaxed);
+        self.spool.held.store(held, Relaxed);
+    }
+
+    /// The spool holds `held` items now (after an eviction or a skipped record).
+    pub(crate) fn record_spool_held(&self, held: u64) {
+        self.spool.held.store(held, Relaxed);
+    }
+
+    /// Opening the spool found `items` left by earlier processes.
+    pub(crate) fn record_spool_found(&self, items: u64) {
+        self.spool.found.fetch_add(items, Relaxed);
+        self.spool.held.fetch_add(items, Relaxed);
+    }
+
     /// A consistent-enough copy of the counters.
     pub fn snapshot(&self) -> ExporterSnapshot {
         let rejected = self.rejected.load(Relaxed);
@@ -421,6 +465,12 @@ impl ExporterStats {
             dropped_disabled: self.dropped_disabled.load(Relaxed),
             dropped_processor: self.dropped_processor.load(Relaxed),
             processor_faults: self.processor_faults.load(Relaxed),
+            spooled: self.spool.spooled.load(Relaxed),
+            replayed: self.spool.replayed.load(Relaxed),
+            spool_found: self.spool.found.load(Relaxed),
+            in_spool: self.spool.held.load(Relaxed),
+            dropped_spool_full: self.spool.dropped_full.load(Relaxed),
+            dropped_spool_corrupt: self.spool.dropped_corrupt.load(Relaxed),
             processors: self
                 .processors
                 .lock()
@@ -513,6 +563,25 @@ pub struct ExporterSnapshot {
     pub traps: BTreeMap<FaultKind, u64>,
     /// Sandboxed exporters: peak memory of an instance (all its memories and tables), bytes.
     pub peak_memory_bytes: u64,
+    /// Items written to the exporter's spool (`spool = {…}`) instead of being dropped.
+    #[serde(default)]
+    pub spooled: u64,
+    /// Items read back from the spool and exported (counted in `exported` too).
+    #[serde(default)]
+    pub replayed: u64,
+    /// Items an earlier process left in the spool, found at start.
+    #[serde(default)]
+    pub spool_found: u64,
+    /// Items in the spool now: not exported, not lost (sent by the next process given the
+    /// same spool, or `lens spool replay`).
+    #[serde(default)]
+    pub in_spool: u64,
+    /// Items dropped because the spool had no room (its `max_mib`, or a full disk).
+    #[serde(default)]
+    pub dropped_spool_full: u64,
+    /// Items of damaged spool records, skipped.
+    #[serde(default)]
+    pub dropped_spool_corrupt: u64,
     /// The exporter's last failure, in one line: e.g. `rejected: 401 Unauthorized from
     /// 127.0.0.1:18401` (a guest's answer and the HTTP answer the host saw), `retryable, given
     /// up after 4 attempts: 503 Service Unavailable from …`, `deadline: …`.
@@ -529,11 +598,14 @@ impl ExporterSnapshot {
             + self.dropped_disabled
             + self.dropped_rejected
             + self.dropped_processor
+            + self.dropped_spool_full
+            + self.dropped_spool_corrupt
     }
 
     /// Spans neither exported nor dropped yet: queued or in flight.
     pub fn pending(&self) -> u64 {
-        self.received.saturating_sub(self.exported + self.dropped())
+        (self.received + self.spool_found)
+            .saturating_sub(self.exported + self.dropped() + self.in_spool)
     }
 }
 

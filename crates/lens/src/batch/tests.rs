@@ -33,6 +33,17 @@ impl BatchExport for OddsOut {
         Ok(())
     }
 
+    fn encode(&self, batch: &[u32]) -> Vec<u8> {
+        batch.iter().flat_map(|i| i.to_le_bytes()).collect()
+    }
+
+    fn decode(&self, record: &[u8]) -> Result<Vec<u32>, String> {
+        Ok(record
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+            .collect())
+    }
+
     fn force_flush(&mut self) -> OTelSdkResult {
         Ok(())
     }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::BatchConfig;
 use super::secret::{REDACTED, Secret, redact_url, secret_key};
+use super::spool::SpoolSpec;
 
 /// One exporter, tagged by `kind`.
 ///
@@ -121,6 +122,9 @@ pub struct OtlpExporterSpec {
     pub timeout_ms: Option<u64>,
     /// Batch settings of this exporter. Example: `batch = { max_export_batch_size = 1024 }`.
     pub batch: BatchOverrides,
+    /// Keep what the collector cannot take now on disk and send it when it is back (spans and
+    /// log records; `docs/spool.md`). Default: none. Example: `spool = { max_mib = 2048 }`.
+    pub spool: Option<SpoolSpec>,
 }
 
 /// Per-exporter batch settings; unset fields take the top-level `[batch]` values.
@@ -321,6 +325,9 @@ pub struct WasmExporterSpec {
     pub on_setup_failure: Option<SetupFailurePolicy>,
     /// Batch settings of this exporter.
     pub batch: BatchOverrides,
+    /// Keep what the exporter cannot take now on disk and send it when it is back (spans and
+    /// log records; `docs/spool.md`). Default: none. Example: `spool = { max_mib = 2048 }`.
+    pub spool: Option<SpoolSpec>,
 }
 
 /// What a `.wasm` exporter failing at setup for a reason other than its configuration does.
@@ -404,6 +411,9 @@ impl WasmExporterSpec {
                 *file = base.join(&*file);
             }
         }
+        if let Some(spool) = &mut self.spool {
+            spool.resolve_relative_paths(base);
+        }
     }
 }
 
@@ -450,6 +460,24 @@ impl ExporterSpec {
         }
     }
 
+    /// The entry's spool, if it has one (OTLP and wasm entries may).
+    pub fn spool(&self) -> Option<&SpoolSpec> {
+        match self {
+            Self::Otlp(s) => s.spool.as_ref(),
+            Self::Wasm(s) => s.spool.as_ref(),
+            Self::Console(_) | Self::None(_) => None,
+        }
+    }
+
+    /// The entry's spool to fill in (relative paths).
+    pub(crate) fn spool_mut(&mut self) -> Option<&mut SpoolSpec> {
+        match self {
+            Self::Otlp(s) => s.spool.as_mut(),
+            Self::Wasm(s) => s.spool.as_mut(),
+            Self::Console(_) | Self::None(_) => None,
+        }
+    }
+
     /// The batch settings of this exporter given the top-level defaults.
     pub fn batch_config(&self, defaults: &BatchConfig) -> BatchConfig {
         match self {
@@ -462,6 +490,9 @@ impl ExporterSpec {
 
     pub(crate) fn validate(&self, defaults: &BatchConfig) -> Result<(), String> {
         super::check_batch(&self.batch_config(defaults))?;
+        if let Some(spool) = self.spool() {
+            spool.validate()?;
+        }
         if let Self::Wasm(w) = self {
             if w.path.as_os_str().is_empty() {
                 return Err("`path` to the .wasm component is required".to_string());

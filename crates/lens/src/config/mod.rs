@@ -11,6 +11,7 @@ pub mod guest_memory;
 mod processors;
 pub mod python;
 pub mod secret;
+mod spool;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ pub use processors::{
     DEFAULT_PROCESSOR_CALL_TIMEOUT_MS, OnFault, ProcessorSpec, WasmProcessorSpec,
 };
 pub use secret::Secret;
+pub use spool::{DEFAULT_SPOOL_MIB, MAX_SPOOL_MIB, SpoolSpec, WhenFull};
 pub use watch::FileWatch;
 
 use crate::error::LensError;
@@ -521,6 +523,13 @@ impl LensConfig {
         for (signal, i, spec) in self.exporter_entries() {
             spec.validate(self.batch_for(signal))
                 .map_err(|m| bad(&format!("{signal}.exporters[{i}]"), m))?;
+            if signal == Signal::Metrics && spec.spool().is_some() {
+                return Err(bad(
+                    &format!("{signal}.exporters[{i}].spool"),
+                    "a spool keeps spans and log records; metric exporters have none yet"
+                        .to_string(),
+                ));
+            }
         }
         self.validate_processors()
             .map_err(|(key, m)| bad(&key, m))?;
@@ -648,6 +657,8 @@ impl LensConfig {
         for spec in self.exporter_entries_mut() {
             if let ExporterSpec::Wasm(w) = spec {
                 w.resolve_relative_paths(base);
+            } else if let Some(spool) = spec.spool_mut() {
+                spool.resolve_relative_paths(base);
             }
         }
         for p in self.processor_entries_mut() {

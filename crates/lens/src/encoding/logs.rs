@@ -35,7 +35,7 @@ pub(crate) fn encode_logs(
     }
 }
 
-fn request(batch: &LogBatch<'_>, resource: &Resource) -> ExportLogsServiceRequest {
+pub(crate) fn request(batch: &LogBatch<'_>, resource: &Resource) -> ExportLogsServiceRequest {
     ExportLogsServiceRequest {
         resource_logs: group_logs_by_resource_and_scope(
             batch,

@@ -15,6 +15,7 @@ use crate::batch::{
 };
 use crate::config::BatchConfig;
 use crate::signal::Signal;
+use crate::spool::{Opened, Spool};
 
 /// A log record as queued: the SDK hands the processor borrowed records, the queue owns them.
 pub type Queued = (SdkLogRecord, InstrumentationScope);
@@ -25,6 +26,8 @@ struct Records<E> {
     exporter: E,
     flush: fn(&E) -> OTelSdkResult,
     processors: Vec<Arc<dyn ExportStage<Queued>>>,
+    /// The provider's resource, for spool records.
+    resource: Resource,
 }
 
 impl<E: LogExporter + 'static> BatchExport for Records<E> {
@@ -40,6 +43,14 @@ impl<E: LogExporter + 'static> BatchExport for Records<E> {
         futures_executor::block_on(self.exporter.export(LogBatch::new(&refs)))
     }
 
+    fn encode(&self, batch: &[Queued]) -> Vec<u8> {
+        crate::spool::otlp::encode_logs(batch, &self.resource)
+    }
+
+    fn decode(&self, record: &[u8]) -> Result<Vec<Queued>, String> {
+        crate::spool::otlp::decode_logs(record).map_err(|e| e.to_string())
+    }
+
     fn force_flush(&mut self) -> OTelSdkResult {
         (self.flush)(&self.exporter)
     }
@@ -51,6 +62,7 @@ impl<E: LogExporter + 'static> BatchExport for Records<E> {
     }
 
     fn set_resource(&mut self, resource: &Resource) {
+        self.resource = resource.clone();
         self.exporter.set_resource(resource);
         self.processors
             .iter()
@@ -102,18 +114,36 @@ impl BatchLogProcessor {
     where
         E: LogExporter + 'static,
     {
+        Self::with_spool(exporter, flush, processors, config, stats, None)
+    }
+
+    /// [`with_processors`](Self::with_processors), the batches the exporter cannot take going
+    /// to `spool` (opened, with what it found there) and replayed from it.
+    pub fn with_spool<E>(
+        exporter: E,
+        flush: fn(&E) -> OTelSdkResult,
+        processors: Vec<Arc<dyn ExportStage<Queued>>>,
+        config: BatchConfig,
+        stats: Arc<ExporterStats>,
+        spool: Option<(Spool, Opened)>,
+    ) -> Self
+    where
+        E: LogExporter + 'static,
+    {
         processors.iter().for_each(|p| p.retain());
         let records = Records {
             exporter,
             flush,
             processors,
+            resource: Resource::builder_empty().build(),
         };
         Self {
-            queue: Some(BatchQueue::new(
+            queue: Some(BatchQueue::with_spool(
                 records,
                 config,
                 stats.clone(),
                 Signal::Logs,
+                spool,
             )),
             stats,
         }

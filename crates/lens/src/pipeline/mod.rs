@@ -28,6 +28,7 @@ use crate::exporter::{
 use crate::logs::{BatchLogProcessor, Queued};
 use crate::rank::RankInfo;
 use crate::signal::Signal;
+use crate::spool::{Opened, Spool, SpoolLimits};
 use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExportStage, ExporterStats};
 use crate::wasm::reload::Reloadable;
 use crate::wasm::{
@@ -234,7 +235,8 @@ impl<'a> BuildContext<'a> {
                     OtlpSettings::resolve(o, &self.config.otlp, Signal::Traces, self.env);
                 let exporter = OtlpSpanExporter::build(name, &settings, &|| self.runtime())?
                     .with_stats(stats.clone());
-                BatchSpanProcessor::with_processors(exporter, edits, batch, stats.clone())
+                let spool = self.open_spool(spec, name, Signal::Traces)?;
+                BatchSpanProcessor::with_spool(exporter, edits, batch, stats.clone(), spool)
             }
             ExporterSpec::Console(_) => BatchSpanProcessor::with_processors(
                 self.console_span_exporter(),
@@ -249,11 +251,13 @@ impl<'a> BuildContext<'a> {
                 match WasmSpanExporter::build(name, w, &batch, &self.host_inputs(), stats.clone()) {
                     Ok(exporter) => {
                         let wasm = Some(exporter.reloadable());
-                        let processor = BatchSpanProcessor::with_processors(
+                        let spool = self.open_spool(spec, name, Signal::Traces)?;
+                        let processor = BatchSpanProcessor::with_spool(
                             exporter,
                             edits,
                             batch,
                             stats.clone(),
+                            spool,
                         );
                         return Ok(Built {
                             processor: Box::new(processor),
@@ -271,6 +275,24 @@ impl<'a> BuildContext<'a> {
             }
         };
         Ok(Built::native(Box::new(processor)))
+    }
+
+    /// The spool of an entry that has one, opened (taking its lock) in its directory for this
+    /// rank; a directory that cannot hold one fails the setup, naming it.
+    fn open_spool(
+        &self,
+        spec: &ExporterSpec,
+        name: &str,
+        signal: Signal,
+    ) -> Result<Option<(Spool, Opened)>, LensError> {
+        let Some(s) = spec.spool() else {
+            return Ok(None);
+        };
+        let dir = s.resolved_dir(self.env, &self.config.service_name, self.rank.rank, name);
+        let limits = SpoolLimits::new(s.max_bytes(), s.when_full);
+        Spool::open(&dir, signal, limits)
+            .map(Some)
+            .map_err(|e| LensError::exporter(name, "cannot open its spool", e))
     }
 
     /// A periodic reader for a metric exporter entry, with its statistics (neither for
@@ -386,7 +408,15 @@ impl<'a> BuildContext<'a> {
                 let settings = OtlpSettings::resolve(o, &self.config.otlp, Signal::Logs, self.env);
                 let exporter = OtlpLogExporter::build(name, &settings, &|| self.runtime())?
                     .with_stats(stats.clone());
-                BatchLogProcessor::with_processors(exporter, no_flush, edits, batch, stats.clone())
+                let spool = self.open_spool(spec, name, Signal::Logs)?;
+                BatchLogProcessor::with_spool(
+                    exporter,
+                    no_flush,
+                    edits,
+                    batch,
+                    stats.clone(),
+                    spool,
+                )
             }
             ExporterSpec::Console(_) => BatchLogProcessor::with_processors(
                 ConsoleLogExporter::new(self.console.clone())
@@ -407,12 +437,14 @@ impl<'a> BuildContext<'a> {
                 match WasmLogExporter::build(name, w, &batch, &self.host_inputs(), stats.clone()) {
                     Ok(exporter) => {
                         wasm = Some(exporter.reloadable());
-                        BatchLogProcessor::with_processors(
+                        let spool = self.open_spool(spec, name, Signal::Logs)?;
+                        BatchLogProcessor::with_spool(
                             exporter,
                             WasmLogExporter::force_flush,
                             edits,
                             batch,
                             stats.clone(),
+                            spool,
                         )
                     }
                     Err(source) => {

@@ -16,6 +16,7 @@
 //! replays through its exporter.
 
 mod files;
+pub mod otlp;
 mod segment;
 #[cfg(test)]
 mod tests;

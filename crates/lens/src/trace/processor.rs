@@ -14,11 +14,15 @@ use crate::batch::{
 };
 use crate::config::BatchConfig;
 use crate::signal::Signal;
+use crate::spool::otlp::EncodedResource;
+use crate::spool::{Opened, Spool};
 
 /// A span exporter driven by the batch queue, after the stages that apply to it.
 struct Spans<E> {
     exporter: E,
     processors: Vec<Arc<dyn ExportStage<SpanData>>>,
+    /// The provider's resource, for spool records.
+    resource: EncodedResource,
 }
 
 impl<E: SpanExporter + 'static> BatchExport for Spans<E> {
@@ -32,6 +36,14 @@ impl<E: SpanExporter + 'static> BatchExport for Spans<E> {
         futures_executor::block_on(self.exporter.export(batch))
     }
 
+    fn encode(&self, batch: &[SpanData]) -> Vec<u8> {
+        crate::spool::otlp::encode_spans(batch, &self.resource)
+    }
+
+    fn decode(&self, record: &[u8]) -> Result<Vec<SpanData>, String> {
+        crate::spool::otlp::decode_spans(record).map_err(|e| e.to_string())
+    }
+
     fn force_flush(&mut self) -> OTelSdkResult {
         self.exporter.force_flush()
     }
@@ -43,6 +55,7 @@ impl<E: SpanExporter + 'static> BatchExport for Spans<E> {
     }
 
     fn set_resource(&mut self, resource: &Resource) {
+        self.resource = EncodedResource::new(resource);
         self.exporter.set_resource(resource);
         self.processors
             .iter()
@@ -77,13 +90,29 @@ impl BatchSpanProcessor {
     where
         E: SpanExporter + 'static,
     {
+        Self::with_spool(exporter, processors, config, stats, None)
+    }
+
+    /// [`with_processors`](Self::with_processors), the batches the exporter cannot take going
+    /// to `spool` (opened, with what it found there) and replayed from it.
+    pub fn with_spool<E>(
+        exporter: E,
+        processors: Vec<Arc<dyn ExportStage<SpanData>>>,
+        config: BatchConfig,
+        stats: Arc<ExporterStats>,
+        spool: Option<(Spool, Opened)>,
+    ) -> Self
+    where
+        E: SpanExporter + 'static,
+    {
         processors.iter().for_each(|p| p.retain());
         let spans = Spans {
             exporter,
             processors,
+            resource: EncodedResource::new(&Resource::builder_empty().build()),
         };
         Self {
-            queue: BatchQueue::new(spans, config, stats, Signal::Traces),
+            queue: BatchQueue::with_spool(spans, config, stats, Signal::Traces, spool),
         }
     }
 

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
@@ -49,8 +50,34 @@ impl Attempts {
         stats: Option<&ExporterStats>,
         export: impl std::future::Future<Output = OTelSdkResult>,
     ) -> OTelSdkResult {
+        let mut export = Some(export);
+        // Without a deadline there is no second attempt.
+        self.export_retrying(stats, None, || export.take().expect("one attempt"))
+            .await
+    }
+
+    /// As [`Attempts::export`], the export made again by `attempt` while it fails with a
+    /// connection lost below gRPC ([`lost_connection`]) and `retry_until` (the exporter's
+    /// timeout from the start) leaves time, after the crate's backoff.
+    pub(crate) async fn export_retrying<F: std::future::Future<Output = OTelSdkResult>>(
+        &self,
+        stats: Option<&ExporterStats>,
+        retry_until: Option<Instant>,
+        mut attempt: impl FnMut() -> F,
+    ) -> OTelSdkResult {
         let before = self.count();
-        let result = export.await;
+        let mut delay = FIRST_DELAY;
+        let result = loop {
+            let result = attempt().await;
+            match (&result, retry_until) {
+                (Err(e), Some(until)) if lost_connection(e) && Instant::now() + delay < until => {
+                    // The export runs blocking on its exporter's worker (`drive`).
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(MAX_DELAY);
+                }
+                _ => break result,
+            }
+        };
         let attempts = self.count().saturating_sub(before).max(1);
         if let Some(stats) = stats {
             stats.record_retries(attempts - 1);
@@ -67,6 +94,24 @@ impl Attempts {
             other => other,
         }
     }
+}
+
+/// The retry policy's first delay and its cap (`super::retry_policy`).
+pub(crate) const FIRST_DELAY: Duration = Duration::from_millis(100);
+pub(crate) const MAX_DELAY: Duration = Duration::from_secs(5);
+
+/// A gRPC export that failed below gRPC, with no answer from the server: the connection lost
+/// in the middle of a call (a collector killed or restarted). tonic reports it as `UNKNOWN` or
+/// `INTERNAL` with the transport error as its source, which opentelemetry-otlp does not retry;
+/// gRPC's other clients (the Python SDK's among them) see `UNAVAILABLE` and retry. A status the
+/// server sent has no source, so its message ends at the code and is not retried.
+pub(crate) fn lost_connection(e: &OTelSdkError) -> bool {
+    let OTelSdkError::InternalFailure(message) = e else {
+        return false;
+    };
+    ["gRPC code: Unknown: ", "gRPC code: Internal: "]
+        .iter()
+        .any(|code| message.contains(code))
 }
 
 /// The blocking reqwest client opentelemetry-otlp would build, counting each request.
@@ -137,5 +182,44 @@ mod tests {
         assert!(run(0, Ok(())).is_ok());
         let s = stats.snapshot();
         assert_eq!((s.retries, s.retries_exhausted), (2 + 3, 1));
+    }
+
+    fn failure(message: &str) -> OTelSdkResult {
+        Err(OTelSdkError::InternalFailure(message.into()))
+    }
+
+    #[test]
+    fn a_connection_lost_mid_call_is_exported_again_and_a_server_s_status_is_not() {
+        let attempts = Attempts::default();
+        let stats = ExporterStats::new("otlp");
+        let lost = "TonicTracesClient export failed with gRPC code: Unknown: transport error: \
+                    connection closed before message completed";
+        let mut answers = vec![Ok(()), failure(lost), failure(lost)];
+        let until = Some(Instant::now() + Duration::from_secs(10));
+        let result =
+            futures_executor::block_on(attempts.export_retrying(Some(&stats), until, || {
+                sending(&attempts, 1, answers.pop().unwrap())
+            }));
+        assert!(result.is_ok() && answers.is_empty());
+        assert_eq!(stats.snapshot().retries, 2);
+        // The server's own UNKNOWN (no source) and a refusal are final.
+        let answered = "TonicTracesClient export failed with gRPC code: Unknown";
+        let refused = "TonicTracesClient export failed with gRPC code: InvalidArgument";
+        for message in [answered, refused] {
+            let mut calls = 0;
+            let result = futures_executor::block_on(attempts.export_retrying(None, until, || {
+                calls += 1;
+                sending(&attempts, 1, failure(message))
+            }));
+            assert!(result.is_err() && calls == 1, "{message}");
+        }
+        // Out of time: the last failure stands.
+        let mut calls = 0;
+        let past = Some(Instant::now());
+        let result = futures_executor::block_on(attempts.export_retrying(None, past, || {
+            calls += 1;
+            sending(&attempts, 1, failure(lost))
+        }));
+        assert!(result.is_err() && calls == 1);
     }
 }

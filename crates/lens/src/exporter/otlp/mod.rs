@@ -107,7 +107,8 @@ fn metadata(headers: &HashMap<String, String>) -> Result<tonic_metadata::Metadat
 fn retry_policy() -> opentelemetry_otlp::RetryPolicy {
     opentelemetry_otlp::RetryPolicy::recommended()
         .with_max_retries(usize::from(u16::MAX))
-        .with_max_delay(Duration::from_secs(5))
+        .with_initial_delay(attempts::FIRST_DELAY)
+        .with_max_delay(attempts::MAX_DELAY)
 }
 
 /// Builds an opentelemetry-otlp exporter (`SpanExporter`, `MetricExporter`, `LogExporter`: same builder
@@ -186,6 +187,8 @@ macro_rules! otlp_exporter {
             runtime: Option<Arc<tokio::runtime::Runtime>>,
             attempts: Attempts,
             stats: Option<Arc<ExporterStats>>,
+            /// The export's timeout (`timeout_ms`), within which a lost connection is retried.
+            timeout: Duration,
         }
 
         impl $name {
@@ -201,7 +204,16 @@ macro_rules! otlp_exporter {
                     runtime,
                     attempts,
                     stats: None,
+                    timeout: s.timeout,
                 })
+            }
+
+            /// Until when a gRPC export that lost its connection is made again (none over
+            /// HTTP, whose client sees a lost connection as a retryable error already).
+            fn retry_until(&self) -> Option<std::time::Instant> {
+                self.runtime
+                    .as_ref()
+                    .map(|_| std::time::Instant::now() + self.timeout)
             }
 
             /// Counts its retries into `stats` (the processor's or reader's statistics).
@@ -228,8 +240,16 @@ fn protocol_name(p: OtlpProtocol) -> &'static str {
 
 impl SpanExporter for OtlpSpanExporter {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let export = drive(&self.runtime, self.inner.export(batch));
-        self.attempts.export(self.stats.as_deref(), export).await
+        if self.runtime.is_none() {
+            return (self.attempts)
+                .export(self.stats.as_deref(), self.inner.export(batch))
+                .await;
+        }
+        // A copy per attempt: a lost connection is made again with the same spans.
+        let attempt = || drive(&self.runtime, self.inner.export(batch.clone()));
+        (self.attempts)
+            .export_retrying(self.stats.as_deref(), self.retry_until(), attempt)
+            .await
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
@@ -253,8 +273,10 @@ otlp_exporter!(
 
 impl PushMetricExporter for OtlpMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
-        let export = drive(&self.runtime, self.inner.export(metrics));
-        self.attempts.export(self.stats.as_deref(), export).await
+        let attempt = || drive(&self.runtime, self.inner.export(metrics));
+        (self.attempts)
+            .export_retrying(self.stats.as_deref(), self.retry_until(), attempt)
+            .await
     }
 
     fn force_flush(&self) -> OTelSdkResult {
@@ -278,8 +300,12 @@ otlp_exporter!(
 
 impl LogExporter for OtlpLogExporter {
     async fn export(&self, batch: LogBatch<'_>) -> OTelSdkResult {
-        let export = drive(&self.runtime, self.inner.export(batch));
-        self.attempts.export(self.stats.as_deref(), export).await
+        // The records, lent to each attempt's batch.
+        let records: Vec<_> = batch.iter().collect();
+        let attempt = || drive(&self.runtime, self.inner.export(LogBatch::new(&records)));
+        (self.attempts)
+            .export_retrying(self.stats.as_deref(), self.retry_until(), attempt)
+            .await
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {

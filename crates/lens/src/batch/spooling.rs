@@ -1,0 +1,222 @@
+//! A batch queue's spool (`spool = {…}` on its exporter entry): where batches go when the
+//! exporter cannot take them, and how they come back.
+//!
+//! - **Down.** An export that fails (after the exporter's own retries) sends its batch to the
+//!   spool and marks the exporter down; while it is down every batch is spooled, and every
+//!   [`backoff`](Health) (1 s, doubling to 30 s) the oldest record is tried again. Its
+//!   success marks the exporter up.
+//! - **Busy.** While the worker is inside an export (a collector that hangs, a retry loop),
+//!   the spiller thread takes batches from a queue more than half full into the spool, so that
+//!   the application thread's queue does not overflow.
+//! - **Replay.** While up, new data goes first: the worker replays spooled records, oldest
+//!   first, only while less than a batch waits in the queue, so a backlog takes the exporter's
+//!   spare capacity and never delays new data by more than one batch. A flush and a shutdown
+//!   replay everything they can within their timeout; what is left stays on disk for the next
+//!   process given the same spool (or `lens spool replay`).
+//!
+//! A batch is spooled as the exporter would receive it: after the processors, so a processor
+//! that removes secrets runs before anything reaches the disk.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use opentelemetry_sdk::error::OTelSdkError;
+
+use super::{BatchExport, DropReason, ExporterStats};
+use crate::spool::{Appended, Opened, Spool};
+
+/// The first wait before an exporter that failed is tried again, and its cap.
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// What the worker knows of its exporter's health.
+#[derive(Debug, Default)]
+struct Health {
+    /// Set while the exporter is down: when to try again.
+    retry_at: Option<Instant>,
+    backoff: Duration,
+}
+
+/// An open spool and the state around it, shared by the worker and the spiller.
+pub(crate) struct Spooling {
+    spool: Mutex<Spool>,
+    health: Mutex<Health>,
+    /// The worker is inside an export call: the spiller may take batches from the queue.
+    pub(crate) exporting: AtomicBool,
+}
+
+impl Spooling {
+    /// Takes `spool`, counting what earlier processes left (`opened`) into `stats` and logging
+    /// the damaged files it skipped.
+    pub(crate) fn new(spool: Spool, opened: Opened, stats: &ExporterStats) -> Self {
+        for warning in &opened.warnings {
+            log::warn!("exporter `{}`: {warning}", stats.name());
+        }
+        stats.record_dropped(DropReason::SpoolCorrupt, opened.corrupt_items);
+        let found = spool.status().items;
+        if found > 0 {
+            log::info!(
+                "exporter `{}`: {found} item(s) left in spool {} by an earlier process are \
+                 sent first",
+                stats.name(),
+                spool.dir().display()
+            );
+            stats.record_spool_found(found);
+        }
+        Self {
+            spool: Mutex::new(spool),
+            health: Mutex::default(),
+            exporting: AtomicBool::new(false),
+        }
+    }
+
+    fn spool(&self) -> std::sync::MutexGuard<'_, Spool> {
+        self.spool.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Items in the spool now.
+    pub(crate) fn held(&self) -> u64 {
+        self.spool().status().items
+    }
+
+    /// Whether the exporter is down (its batches go to the spool).
+    pub(crate) fn is_down(&self) -> bool {
+        self.health().retry_at.is_some()
+    }
+
+    fn mark_up(&self) {
+        *self.health() = Health::default();
+    }
+
+    fn mark_down(&self) {
+        let mut h = self.health();
+        h.backoff = if h.backoff.is_zero() {
+            FIRST_BACKOFF
+        } else {
+            (h.backoff * 2).min(MAX_BACKOFF)
+        };
+        h.retry_at = Some(Instant::now() + h.backoff);
+    }
+
+    /// Writes one batch of `items` (as `payload`) to the spool, counting it as spooled or, when
+    /// it has no room (its limit, a full disk), as dropped; what an append evicts is counted
+    /// dropped too. Returns whether it was spooled.
+    pub(crate) fn append(&self, stats: &ExporterStats, items: u64, payload: &[u8]) -> bool {
+        let mut spool = self.spool();
+        match spool.append(items, payload) {
+            Ok(Appended::Spooled { evicted }) => {
+                stats.record_dropped(DropReason::SpoolFull, evicted);
+                stats.record_spooled(items, spool.status().items);
+                true
+            }
+            Ok(Appended::Full) => {
+                stats.record_dropped(DropReason::SpoolFull, items);
+                stats.record_spool_held(spool.status().items);
+                false
+            }
+            Err(e) => {
+                let line = format!("spool: {e}");
+                log::warn!(
+                    "exporter `{}`: {items} item(s) dropped: {line}",
+                    stats.name()
+                );
+                stats.record_error(&line);
+                stats.record_dropped(DropReason::SpoolFull, items);
+                stats.record_spool_held(spool.status().items);
+                false
+            }
+        }
+    }
+
+    /// After an export of the live path: an error marks the exporter down (its batch is then
+    /// spooled by the caller), a success up.
+    pub(crate) fn exported(&self, result: &Result<(), OTelSdkError>) {
+        match result {
+            Ok(()) => self.mark_up(),
+            Err(_) => self.mark_down(),
+        }
+    }
+
+    /// Replays spooled records through `exporter`, oldest first, while `more` says go on and
+    /// `deadline` has not passed; with `patient`, not before the backoff of an exporter that
+    /// is down (a flush and a shutdown try at once). Stops at the first failure (the exporter
+    /// is down again). Returns the items still spooled.
+    pub(crate) fn replay<E: BatchExport>(
+        &self,
+        exporter: &E,
+        stats: &ExporterStats,
+        deadline: Instant,
+        patient: bool,
+        more: impl Fn() -> bool,
+    ) -> u64 {
+        if patient && self.health().retry_at.is_some_and(|at| Instant::now() < at) {
+            return self.held();
+        }
+        while Instant::now() < deadline && more() {
+            let record = match self.spool().oldest() {
+                Ok(Some(record)) => record,
+                Ok(None) => break,
+                Err(e) => {
+                    log::warn!("exporter `{}`: cannot read its spool: {e}", stats.name());
+                    self.mark_down();
+                    break;
+                }
+            };
+            let acked = |spool: &mut Spool| {
+                if let Err(e) = spool.ack(&record) {
+                    log::warn!("exporter `{}`: {e}", stats.name());
+                }
+            };
+            match exporter.decode(&record.payload) {
+                Err(e) => {
+                    let mut spool = self.spool();
+                    log::warn!(
+                        "exporter `{}`: a record of spool {} is not readable ({e}): its {} \
+                         item(s) are skipped",
+                        stats.name(),
+                        spool.dir().display(),
+                        record.items
+                    );
+                    acked(&mut spool);
+                    stats.record_dropped(DropReason::SpoolCorrupt, record.items);
+                    stats.record_spool_held(spool.status().items);
+                }
+                Ok(batch) => {
+                    self.exporting.store(true, Ordering::SeqCst);
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        exporter.export(batch)
+                    }))
+                    .unwrap_or_else(|_| {
+                        Err(OTelSdkError::InternalFailure(
+                            "the exporter panicked".into(),
+                        ))
+                    });
+                    self.exporting.store(false, Ordering::SeqCst);
+                    if let Err(e) = result {
+                        log::warn!(
+                            "exporter `{}`: replaying its spool failed ({e}); tried again later",
+                            stats.name()
+                        );
+                        self.mark_down();
+                        break;
+                    }
+                    self.mark_up();
+                    let mut spool = self.spool();
+                    acked(&mut spool);
+                    stats.record_replayed(record.items, spool.status().items);
+                }
+            }
+        }
+        self.held()
+    }
+
+    /// Where the spool is, for messages.
+    pub(crate) fn dir(&self) -> std::path::PathBuf {
+        self.spool().dir().to_path_buf()
+    }
+}

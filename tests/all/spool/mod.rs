@@ -1,0 +1,5 @@
+//! The disk spool (`spool = {…}` on an exporter entry): outages and restarts against a real
+//! collector, and `lens spool` on what a job left.
+
+mod outage;
+mod status;

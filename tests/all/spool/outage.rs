@@ -1,0 +1,186 @@
+//! A collector down for longer than the exporter's timeout, against a real rotel on
+//! 127.0.0.1: without a spool the batches sent meanwhile are dropped; with one, every span is
+//! delivered after it is back; a rank shut down during the outage leaves its spans on disk and
+//! the next process given the same spool sends them.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol, SignalConfig, SpoolSpec};
+use lens::opentelemetry::KeyValue;
+use lens::opentelemetry::trace::{Span, Tracer};
+use lens::{ExporterSnapshot, LensConfig, Telemetry, TelemetryHandle};
+use lens_test_support::collector::Collector;
+use lens_test_support::pipeline::{LocalInstall, exporting, otlp_spec};
+
+const T: Duration = Duration::from_secs(30);
+
+/// Traces to `collector` over `protocol`, a 1 s export timeout and a 256-span queue (much
+/// less than an outage's spans; batches of 64), spooled in `spool` when given.
+fn install(collector: &Collector, protocol: OtlpProtocol, spool: Option<&Path>) -> TelemetryHandle {
+    let spec = OtlpExporterSpec {
+        timeout_ms: Some(1_000),
+        spool: spool.map(|dir| SpoolSpec {
+            dir: Some(dir.to_path_buf()),
+            ..Default::default()
+        }),
+        ..otlp_spec(protocol, collector.endpoint(protocol, lens::Signal::Traces))
+    };
+    let mut config = LensConfig {
+        metrics_enabled: false,
+        traces: SignalConfig {
+            exporters: vec![ExporterSpec::Otlp(spec)],
+            processors: Vec::new(),
+        },
+        ..exporting()
+    };
+    config.batch.scheduled_delay_ms = 100;
+    config.batch.max_queue_size = 256;
+    config.batch.max_export_batch_size = 64;
+    Telemetry::builder(config).rank(0).world_size(1).local()
+}
+
+/// `n` spans at 1,000/s from `first`, calling `at(elapsed)` between them.
+fn send(handle: &TelemetryHandle, first: u64, n: u64, mut at: impl FnMut(Duration)) {
+    let tracer = handle.tracer("trainer");
+    let started = Instant::now();
+    for i in first..first + n {
+        let mut s = tracer.start("step");
+        s.set_attribute(KeyValue::new("i", i as i64));
+        s.end();
+        at(started.elapsed());
+        let due = started + Duration::from_micros((i - first + 1) * 1_000);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// 5,000 spans with the collector down from 1 s to 4 s (three times the export timeout).
+fn through_an_outage(protocol: OtlpProtocol, spool: Option<&Path>) -> (ExporterSnapshot, u64) {
+    let mut collector = Collector::start_quiet();
+    let handle = install(&collector, protocol, spool);
+    let (mut killed, mut restarted) = (false, false);
+    send(&handle, 0, 5_000, |t| {
+        if !killed && t >= Duration::from_secs(1) {
+            collector.kill();
+            killed = true;
+        }
+        if !restarted && t >= Duration::from_secs(4) {
+            collector.restart();
+            restarted = true;
+        }
+    });
+    let _ = handle.shutdown(T);
+    let stats = handle.stats().exporters[0].clone();
+    let delivered = stats.exported;
+    let out = collector.wait_for("the spans exported", |o| {
+        Collector::spans_counted(o) >= delivered
+    });
+    (stats, Collector::spans_counted(&out))
+}
+
+#[test]
+fn a_spool_delivers_every_span_of_an_outage_longer_than_the_timeout_that_drops_them_without() {
+    let (without, _) = through_an_outage(OtlpProtocol::HttpProtobuf, None);
+    assert!(
+        without.dropped() > 0 && without.spooled == 0,
+        "without a spool, the outage costs spans: {without:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let (with, counted) = through_an_outage(OtlpProtocol::HttpProtobuf, Some(&spool));
+    assert_eq!(
+        (with.received, with.exported, with.dropped(), with.in_spool),
+        (5_000, 5_000, 0, 0),
+        "{with:?}"
+    );
+    assert!(
+        with.spooled > 0 && with.replayed == with.spooled,
+        "{with:?}"
+    );
+    assert!(counted >= 5_000, "the collector counted {counted}");
+}
+
+#[test]
+fn a_rank_shut_down_during_an_outage_leaves_its_spans_and_the_next_one_sends_them_over_grpc() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let mut collector = Collector::start_quiet();
+    collector.kill();
+    let first = install(&collector, OtlpProtocol::Grpc, Some(&spool));
+    send(&first, 0, 1_000, |_| {});
+    assert!(
+        first.shutdown(T).is_err(),
+        "a shutdown leaving spans spooled says so"
+    );
+    let s = first.stats().exporters[0].clone();
+    assert_eq!(
+        (s.received, s.exported, s.dropped(), s.in_spool),
+        (1_000, 0, 0, 1_000),
+        "{s:?}"
+    );
+    drop(first);
+
+    // The restarted rank: the collector is back.
+    collector.restart();
+    let next = install(&collector, OtlpProtocol::Grpc, Some(&spool));
+    send(&next, 1_000, 500, |_| {});
+    next.shutdown(T).unwrap();
+    let s = next.stats().exporters[0].clone();
+    assert_eq!(
+        (
+            s.received,
+            s.spool_found,
+            s.replayed,
+            s.exported,
+            s.dropped(),
+            s.in_spool
+        ),
+        (500, 1_000, 1_000, 1_500, 0, 0),
+        "{s:?}"
+    );
+    let out = collector.wait_for("every span", |o| Collector::spans_counted(o) >= 1_500);
+    assert_eq!(Collector::spans_counted(&out), 1_500);
+}
+
+#[test]
+fn two_live_processes_never_share_a_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let collector = Collector::start_quiet();
+    let _held = install(&collector, OtlpProtocol::HttpProtobuf, Some(&spool));
+    let spec = OtlpExporterSpec {
+        spool: Some(SpoolSpec {
+            dir: Some(spool.clone()),
+            ..Default::default()
+        }),
+        ..otlp_spec(
+            OtlpProtocol::HttpProtobuf,
+            collector.endpoint(OtlpProtocol::HttpProtobuf, lens::Signal::Traces),
+        )
+    };
+    let config = LensConfig {
+        metrics_enabled: false,
+        traces: SignalConfig {
+            exporters: vec![ExporterSpec::Otlp(spec)],
+            processors: Vec::new(),
+        },
+        ..exporting()
+    };
+    let second = Telemetry::builder(config)
+        .rank(0)
+        .world_size(1)
+        .env(lens_test_support::pipeline::no_env())
+        .install_global(false)
+        .install();
+    let Err(err) = second else {
+        panic!("a second holder of the spool was let in");
+    };
+    let err = err.to_string();
+    assert!(
+        err.contains("exporter `otlp`: cannot open its spool")
+            && err.contains(&format!("spool directory {} is in use", spool.display())),
+        "{err}"
+    );
+}
