@@ -4,7 +4,7 @@
 //! - `lens check`: validates a `.wasm` exporter and runs the conformance suite on it ([`check`]);
 //! - `lens new`, `lens build`: an exporter project outside this repository ([`project`]);
 //! - `lens config validate | show` ([`config_cmd`]);
-//! - `lens spool status` ([`spool_cmd`]).
+//! - `lens spool status` and `lens spool replay` ([`spool_cmd`]).
 //!
 //! Exit codes: 0 success; 1 the run finished but something failed (a rank crashed or failed its
 //! setup, spans were dropped with `--fail-on-drop`); 2 bad usage, config or input.
@@ -124,6 +124,25 @@ enum SpoolCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Sends what a spool holds through the exporter of the config that wrote it (a job that
+    /// ended during an outage leaves its spool); exit 1 if some is still spooled after
+    /// `--timeout-s` (the exporter is still down).
+    #[command(
+        after_help = "Example:\n  lens spool replay ~/.cache/lens/spool/trainer/rank-0/acme --config lens.toml"
+    )]
+    Replay {
+        /// The spool directory.
+        dir: PathBuf,
+        /// The job's config file (its entry for the spool's signal with a `spool`).
+        #[arg(long)]
+        config: PathBuf,
+        /// The exporter entry's name, when the config has several with a spool.
+        #[arg(long)]
+        exporter: Option<String>,
+        /// How long to try, seconds.
+        #[arg(long, default_value_t = 60)]
+        timeout_s: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -159,6 +178,17 @@ fn main() -> ExitCode {
         Command::DemoRank(args) => demo::run_rank(args),
         Command::Config(ConfigCommand::Validate { file }) => config_cmd::validate(&file),
         Command::Spool(SpoolCommand::Status { dir, json }) => spool_cmd::status(&dir, json),
+        Command::Spool(SpoolCommand::Replay {
+            dir,
+            config,
+            exporter,
+            timeout_s,
+        }) => spool_cmd::replay(
+            &dir,
+            &config,
+            exporter.as_deref(),
+            std::time::Duration::from_secs(timeout_s),
+        ),
         Command::Config(ConfigCommand::Show { config }) => config_cmd::show(config.as_deref()),
     }
 }

@@ -271,7 +271,7 @@ fn supervise(
                     let secs = started.elapsed().as_secs_f64().max(1e-3);
                     bar.set_message(format!("{:.0} spans/s", spans as f64 / secs));
                 }
-                Ok(RankMessage::Summary(s)) => summary = Some(s),
+                Ok(RankMessage::Summary(s)) => summary = Some(*s),
                 Ok(RankMessage::SetupFailed { error }) => setup_failed = Some(error),
                 Err(_) => {}
             }
@@ -291,7 +291,7 @@ fn supervise(
 
 fn print_table(results: &[RankResult], job: &Job, elapsed: Duration) {
     println!(
-        "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>8}  {:>7}  {:>8}  {:>9}  {:>9}  {:>9}  {:>6}  {:>7}  output",
+        "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>8}  {:>8}  {:>7}  {:>8}  {:>9}  {:>9}  {:>9}  {:>6}  {:>7}  output",
         "rank",
         "exporting",
         "produced",
@@ -299,6 +299,7 @@ fn print_table(results: &[RankResult], job: &Job, elapsed: Duration) {
         "points",
         "logs",
         "dropped",
+        "spooled",
         "retries",
         "restarts",
         "p50",
@@ -316,7 +317,7 @@ fn print_table(results: &[RankResult], job: &Job, elapsed: Duration) {
                     (true, true) => "yes",
                 };
                 println!(
-                    "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>8}  {:>7}  {:>8}  {:>9}  {:>9}  {:>9.0}  {:>6.1}  {:>7.1}  {}{}",
+                    "{:>4}  {:<13}  {:>9}  {:>9}  {:>8}  {:>8}  {:>8}  {:>8}  {:>7}  {:>8}  {:>9}  {:>9}  {:>9.0}  {:>6.1}  {:>7.1}  {}{}",
                     s.rank,
                     exporting,
                     s.produced,
@@ -324,6 +325,7 @@ fn print_table(results: &[RankResult], job: &Job, elapsed: Duration) {
                     s.data_points_exported,
                     s.log_records_exported,
                     s.dropped,
+                    s.spooled,
                     s.retries,
                     s.restarts,
                     format!("{:.1}ms", s.latency_p50_us as f64 / 1000.0),
@@ -337,6 +339,13 @@ fn print_table(results: &[RankResult], job: &Job, elapsed: Duration) {
                         .map(|e| format!("  ERROR: {e}"))
                         .unwrap_or_default(),
                 );
+                if s.in_spool > 0 {
+                    println!(
+                        "      {} item(s) still spooled: not lost, the next run given the same \
+                         spool sends them (`lens spool status DIR`)",
+                        s.in_spool
+                    );
+                }
                 for note in &s.notes {
                     println!("      {note}");
                 }

@@ -110,6 +110,12 @@ pub struct RankSummary {
     pub log_records_exported: u64,
     /// Spans, data points and log records dropped.
     pub dropped: u64,
+    /// Items written to the exporters' spools (`spool = {…}`) instead of being dropped.
+    #[serde(default)]
+    pub spooled: u64,
+    /// Items still in the spools at the end (sent by the next run given the same spool).
+    #[serde(default)]
+    pub in_spool: u64,
     /// Export attempts repeated after a retryable failure.
     #[serde(default)]
     pub retries: u64,
@@ -147,7 +153,7 @@ enum RankMessage {
         step: u64,
         spans: u64,
     },
-    Summary(RankSummary),
+    Summary(Box<RankSummary>),
     /// `setup_telemetry` failed (a config problem): the rank trained nothing.
     SetupFailed {
         error: String,

@@ -49,7 +49,7 @@ pub fn run_rank(args: RankArgs) -> ExitCode {
     match train(&args) {
         Ok(summary) => {
             let failed = summary.error.is_some();
-            emit(&RankMessage::Summary(summary));
+            emit(&RankMessage::Summary(Box::new(summary)));
             if failed {
                 ExitCode::from(EXIT_RUN_FAILED)
             } else {
@@ -413,6 +413,8 @@ fn summary(
         data_points_exported: exported(&stats.metric_exporters),
         log_records_exported: exported(&stats.log_exporters),
         dropped: sum(|e| e.dropped()),
+        spooled: sum(|e| e.spooled),
+        in_spool: sum(|e| e.in_spool),
         retries: sum(|e| e.retries),
         restarts: sum(|e| e.restarts),
         reloads: sum(|e| e.reloads),

@@ -1,5 +1,6 @@
 //! The disk spool (`spool = {…}` on an exporter entry): outages and restarts against a real
-//! collector, and `lens spool` on what a job left.
+//! collector, and `lens spool status|replay` on what a job left.
 
 mod outage;
+mod replay;
 mod status;

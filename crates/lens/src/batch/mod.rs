@@ -384,6 +384,9 @@ impl<T: Send + 'static> BatchQueue<T> {
                     let _ = h.join();
                 }
                 self.stop_spiller();
+                if let Some(spooling) = &self.shared.spooling {
+                    spooling.release();
+                }
                 // Items that raced with shutdown into the queue.
                 self.shared.abandon();
                 result

@@ -215,6 +215,11 @@ impl Spooling {
         self.held()
     }
 
+    /// Gives the spool up (the exporter shut down).
+    pub(crate) fn release(&self) {
+        self.spool().release();
+    }
+
     /// Where the spool is, for messages.
     pub(crate) fn dir(&self) -> std::path::PathBuf {
         self.spool().dir().to_path_buf()

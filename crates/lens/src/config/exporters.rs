@@ -470,7 +470,7 @@ impl ExporterSpec {
     }
 
     /// The entry's spool to fill in (relative paths).
-    pub(crate) fn spool_mut(&mut self) -> Option<&mut SpoolSpec> {
+    pub fn spool_mut(&mut self) -> Option<&mut SpoolSpec> {
         match self {
             Self::Otlp(s) => s.spool.as_mut(),
             Self::Wasm(s) => s.spool.as_mut(),

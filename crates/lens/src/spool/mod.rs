@@ -179,7 +179,8 @@ pub struct Spool {
     segments: VecDeque<Segment>,
     writer: Option<File>,
     next_seq: u64,
-    _lock: File,
+    /// Held while open; dropped by [`Spool::release`].
+    lock: Option<File>,
 }
 
 impl Spool {
@@ -224,7 +225,7 @@ impl Spool {
             segments,
             writer: None,
             next_seq,
-            _lock: lock,
+            lock: Some(lock),
         };
         spool.remove_replayed();
         Ok((spool, opened))
@@ -261,6 +262,13 @@ impl Spool {
         Ok((signal, status, opened))
     }
 
+    /// Closes the spool and gives up its lock (the exporter shut down): another process, or
+    /// another installation in this one, may open it; nothing is written to it after this.
+    pub fn release(&mut self) {
+        self.writer = None;
+        self.lock = None;
+    }
+
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -282,6 +290,12 @@ impl Spool {
 
     /// Spools one request of `items` items.
     pub fn append(&mut self, items: u64, payload: &[u8]) -> Result<Appended, SpoolError> {
+        if self.lock.is_none() {
+            return Err(SpoolError::Dir {
+                dir: self.dir.clone(),
+                why: "released: the exporter has shut down".into(),
+            });
+        }
         let record = (segment::RECORD_HEADER_BYTES + payload.len()) as u64;
         let items = u32::try_from(items)
             .map_err(|_| self.io(io::Error::other("too many items in one batch")))?;

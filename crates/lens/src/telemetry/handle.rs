@@ -421,7 +421,23 @@ fn log_stats(rank: u32, signal: Signal, exporters: &[ExporterSnapshot]) {
             e.dropped_export_failed,
             e.dropped_shutdown
         );
-        if e.dropped() > 0 {
+        let spooling = e.spooled + e.spool_found + e.dropped_spool_full + e.dropped_spool_corrupt;
+        let spool = if spooling > 0 {
+            format!(
+                "; spool: {} spooled, {} found from an earlier process, {} replayed, {} still \
+                 spooled (not lost: the next process sends them), {} dropped full, {} corrupt",
+                e.spooled,
+                e.spool_found,
+                e.replayed,
+                e.in_spool,
+                e.dropped_spool_full,
+                e.dropped_spool_corrupt
+            )
+        } else {
+            String::new()
+        };
+        let line = format!("{line}{spool}");
+        if e.dropped() > 0 || e.in_spool > 0 {
             log::warn!("{line}");
         } else {
             log::info!("{line}");
