@@ -1,7 +1,7 @@
 //! A collector down for longer than the exporter's timeout, against a real rotel on
 //! 127.0.0.1: without a spool the batches sent meanwhile are dropped; with one, every span is
 //! delivered after it is back; a rank shut down during the outage leaves its spans on disk and
-//! the next process given the same spool sends them.
+//! the next process given the same spool sends them; log records the same way, with their ids.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -183,4 +183,76 @@ fn two_live_processes_never_share_a_spool() {
             && err.contains(&format!("spool directory {} is in use", spool.display())),
         "{err}"
     );
+}
+
+#[test]
+fn log_records_spooled_in_an_outage_reach_the_collector_from_the_next_process_with_their_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let mut collector = Collector::start();
+    let install_logs = |collector: &Collector| {
+        let spec = OtlpExporterSpec {
+            timeout_ms: Some(500),
+            spool: Some(SpoolSpec {
+                dir: Some(spool.clone()),
+                ..Default::default()
+            }),
+            ..otlp_spec(
+                OtlpProtocol::Grpc,
+                collector.endpoint(OtlpProtocol::Grpc, lens::Signal::Logs),
+            )
+        };
+        let config = LensConfig {
+            metrics_enabled: false,
+            logs_enabled: true,
+            exporter: "none".into(),
+            logs: SignalConfig {
+                exporters: vec![ExporterSpec::Otlp(spec)],
+                processors: Vec::new(),
+            },
+            ..exporting()
+        };
+        Telemetry::builder(config).rank(0).world_size(1).local()
+    };
+    collector.kill();
+    let first = install_logs(&collector);
+    let bridge = first.log_bridge(log::LevelFilter::Info, "");
+    let tracer = first.tracer("trainer");
+    let trace_id = tracer.in_span("checkpoint", |cx| {
+        for i in 0..20 {
+            log::Log::log(
+                &bridge,
+                &log::Record::builder()
+                    .level(log::Level::Warn)
+                    .target("trainer::ckpt")
+                    .args(format_args!("spooled record {i}"))
+                    .build(),
+            );
+        }
+        lens::opentelemetry::trace::TraceContextExt::span(&cx)
+            .span_context()
+            .trace_id()
+    });
+    assert!(first.shutdown(T).is_err());
+    assert_eq!(first.stats().log_exporters[0].in_spool, 20);
+    drop((bridge, tracer, first));
+
+    collector.restart();
+    let next = install_logs(&collector);
+    next.shutdown(T).unwrap();
+    let e = &next.stats().log_exporters[0];
+    assert_eq!(
+        (e.spool_found, e.replayed, e.exported, e.in_spool),
+        (20, 20, 20, 0),
+        "{e:?}"
+    );
+    let out = collector.wait_for("the replayed records", |o| o.contains("spooled record 19"));
+    for expected in [
+        "spooled record 0".to_string(),
+        trace_id.to_string(),
+        "trainer::ckpt".to_string(),
+        "WARN".to_string(),
+    ] {
+        assert!(out.contains(&expected), "{expected} not in:\n{out}");
+    }
 }
