@@ -244,6 +244,39 @@ impl ResourceFollower {
     }
 }
 
+/// The entry's spool (the `spool` keyword, or its file entry's), opened for this process: as a
+/// rank's, named by `RANK` (0 when unset) and `OTEL_SERVICE_NAME` (else `python`). Only a
+/// queued mode has one: a blocking export returns the guest's answer, and there is no queue to
+/// keep what it refuses.
+pub fn spool_of(
+    entry: &Entry,
+    queued: bool,
+) -> PyResult<Option<(lens::spool::Spool, lens::spool::Opened)>> {
+    let Some(spec) = &entry.spec.spool else {
+        return Ok(None);
+    };
+    if !queued {
+        return Err(load_error(format!(
+            "wasm exporter `{}`: a spool keeps what Lens's hand-off queue could not deliver; \
+             mode=\"blocking\" has no queue (use \"delivered\" or \"hand-off\")",
+            entry.name
+        )));
+    }
+    spec.validate_public()
+        .map_err(|m| load_error(format!("wasm exporter `{}`: {m}", entry.name)))?;
+    let env = lens::config::env::ProcessEnv;
+    let rank = std::env::var("RANK")
+        .ok()
+        .and_then(|r| r.trim().parse().ok())
+        .unwrap_or(0);
+    let service = std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "python".into());
+    let dir = spec.resolved_dir(&env, &service, rank, &entry.name);
+    let limits = lens::spool::SpoolLimits::new(spec.max_bytes(), spec.when_full);
+    lens::spool::Spool::open(&dir, entry.signal, limits)
+        .map(Some)
+        .map_err(|e| load_error(format!("wasm exporter `{}`: {e}", entry.name)))
+}
+
 /// An exporter's counters as JSON (the Python half returns them as a dict).
 pub fn stats_json(stats: &ExporterStats, mode: &str) -> String {
     let s = stats.snapshot();
@@ -259,6 +292,12 @@ pub fn stats_json(stats: &ExporterStats, mode: &str) -> String {
         "dropped_rejected": s.dropped_rejected,
         "dropped_processor": s.dropped_processor,
         "processor_faults": s.processor_faults,
+        "spooled": s.spooled,
+        "replayed": s.replayed,
+        "spool_found": s.spool_found,
+        "in_spool": s.in_spool,
+        "dropped_spool_full": s.dropped_spool_full,
+        "dropped_spool_corrupt": s.dropped_spool_corrupt,
         "processors": s.processors,
         "pending": s.pending(),
         "retries": s.retries,

@@ -30,15 +30,17 @@ impl LogCore {
         let (exporter, stats) = py
             .detach(|| WasmLogExporter::from_config(&entry.name, &entry.spec, &empty))
             .map_err(load_error)?;
+        let spool = crate::core::spool_of(&entry, mode.queued())?;
         let batch = entry.batch;
         let queue_stats = stats.clone();
         let queue = move |f| {
-            BatchLogProcessor::with_processors(
+            BatchLogProcessor::with_spool(
                 Handle(f),
                 |h| h.0.with(WasmLogExporter::force_flush),
                 processors,
                 batch,
                 queue_stats,
+                spool,
             )
         };
         Ok(Self(Core::new(

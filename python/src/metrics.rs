@@ -30,6 +30,13 @@ pub struct MetricCore(Core<WasmMetricExporter, MetricQueue>);
 impl MetricCore {
     fn build(py: Python<'_>, entry: Entry, mode: Mode) -> PyResult<Self> {
         let blocking = !mode.queued();
+        if entry.spec.spool.is_some() {
+            return Err(load_error(format!(
+                "wasm exporter `{}`: a spool keeps spans and log records; metric exporters \
+                 have none yet",
+                entry.name
+            )));
+        }
         let empty = Resource::builder_empty().build();
         let (exporter, stats) = py
             .detach(|| WasmMetricExporter::from_config(&entry.name, &entry.spec, &empty))

@@ -32,10 +32,12 @@ impl SpanCore {
         let (exporter, stats) = py
             .detach(|| WasmSpanExporter::from_config(&entry.name, &entry.spec, &empty))
             .map_err(load_error)?;
+        let spool = crate::core::spool_of(&entry, mode.queued())?;
         let batch = entry.batch;
         let queue_stats = stats.clone();
-        let queue =
-            move |f| BatchSpanProcessor::with_processors(Handle(f), processors, batch, queue_stats);
+        let queue = move |f| {
+            BatchSpanProcessor::with_spool(Handle(f), processors, batch, queue_stats, spool)
+        };
         Ok(Self(Core::new(
             entry,
             Signal::Traces,

@@ -45,6 +45,12 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
     - ``forward_stdio``: the guest's stdout/stderr to this process's logging (default ``True``,
       as in the TOML);
     - ``name``: the name in messages and statistics (default: the file's stem);
+    - ``spool`` (spans and logs, queued modes): keep what the exporter cannot take now on disk
+      and send it when it is back, here or in the next process: ``{"dir": "/scratch/spool",
+      "max_mib": 1024, "when_full": "drop_oldest"}`` (or a directory as a ``str``; ``dir``
+      takes ``{service}``, ``{rank}``, ``{exporter}``, default under ``~/.cache/lens/spool``
+      named by ``OTEL_SERVICE_NAME``, ``RANK`` and the exporter; ``docs/spool.md``); the
+      statistics gain ``spooled``, ``replayed``, ``in_spool``, ``dropped_spool_full``;
     - ``processors`` (hand-off only): sandboxed processors run on each batch (or metric
       collection) before the exporter, in order, each a ``[[traces.processors]]`` (or
       ``[[metrics.processors]]``, ``[[logs.processors]]``) entry as a dict:
@@ -94,6 +100,7 @@ def spec_json(
     forward_stdio: bool | None = None,
     name: str | None = None,
     processors: Sequence[Mapping[str, Any]] | None = None,
+    spool: str | PathLike[str] | Mapping[str, Any] | None = None,
 ) -> str:
     """The JSON the native exporters take (unset keywords keep the TOML's defaults)."""
     spec: dict[str, Any] = {"path": str(path)}
@@ -124,6 +131,7 @@ def spec_json(
         ("compile_timeout_ms", compile_timeout_ms),
         ("forward_stdio", None if forward_stdio is None else bool(forward_stdio)),
         ("name", name),
+        ("spool", _spool(spool)),
     ):
         if value is not None:
             spec[key] = value
@@ -143,6 +151,18 @@ def spec_json(
     if processors:
         spec["processors"] = [processor_entry(p) for p in processors]
     return json.dumps(spec)
+
+
+def _spool(value: str | PathLike[str] | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ``spool`` keyword as its TOML table: a directory, or the table's keys."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        table = dict(value)
+        if "dir" in table:
+            table["dir"] = str(table["dir"])
+        return table
+    return {"dir": str(value)}
 
 
 def processor_entry(entry: Mapping[str, Any]) -> dict[str, Any]:

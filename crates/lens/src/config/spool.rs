@@ -44,6 +44,11 @@ impl SpoolSpec {
         self.max_mib.unwrap_or(DEFAULT_SPOOL_MIB) << 20
     }
 
+    /// Checks the bounds (as a config file's are checked), for callers outside a config.
+    pub fn validate_public(&self) -> Result<(), String> {
+        self.validate()
+    }
+
     pub(crate) fn validate(&self) -> Result<(), String> {
         if let Some(mib) = self.max_mib
             && !(1..=MAX_SPOOL_MIB).contains(&mib)
