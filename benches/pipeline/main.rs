@@ -19,6 +19,7 @@ mod seed;
 mod signal_processors;
 mod signals;
 mod soak;
+mod spool;
 mod startup;
 
 use std::collections::HashMap;
@@ -132,7 +133,8 @@ struct Row {
 /// `docs/`; `--guest SUBSTRING` narrows the export section to matching rows; `--batches N` sets
 /// its number of batches (for profiling). `--only soak [--soak-s SECONDS]` runs the soak of a
 /// guest blocking in every call, `--only outage` a run through a collector outage, `--only
-/// reload` the export gap around a hot reload (none of them is part of a full run).
+/// spool` the disk spool's costs, `--only reload` the export gap around a hot reload (none of
+/// them is part of a full run).
 struct Opts {
     quick: bool,
     only: Vec<String>,
@@ -222,6 +224,9 @@ fn main() {
     if opts.only.iter().any(|s| s == "processors") {
         processors::processors(&opts, &mut rows);
         signal_processors::signal_processors(&opts, &mut rows);
+    }
+    if opts.only.iter().any(|s| s == "spool") {
+        spool::spool(&opts, &mut rows);
     }
     if opts.only.iter().any(|s| s == "reload") {
         reload::reload(&opts, &builtin, dir, &mut rows);

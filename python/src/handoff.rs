@@ -27,12 +27,17 @@ use crate::following::{Following, Resourced};
 /// Lens's batch processor of one signal, as the hand-off drives it.
 pub trait Queue: Send + Sync {
     fn flush_within(&self, timeout: Duration) -> OTelSdkResult;
+    /// What `export` waits for in delivered mode: each item exported, spooled or dropped.
+    fn settle_within(&self, timeout: Duration) -> OTelSdkResult;
     fn shut_down(&self, timeout: Duration) -> OTelSdkResult;
 }
 
 impl Queue for BatchSpanProcessor {
     fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
         self.force_flush_within(timeout)
+    }
+    fn settle_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.settle_within(timeout)
     }
     fn shut_down(&self, timeout: Duration) -> OTelSdkResult {
         self.shutdown_with_timeout(timeout)
@@ -42,6 +47,9 @@ impl Queue for BatchSpanProcessor {
 impl Queue for BatchLogProcessor {
     fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
         self.force_flush_within(timeout)
+    }
+    fn settle_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.settle_within(timeout)
     }
     fn shut_down(&self, timeout: Duration) -> OTelSdkResult {
         self.shutdown_with_timeout(timeout)
@@ -243,7 +251,9 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
             .filter(|_| self.mode == Mode::Delivered)?;
         let batches = items.div_ceil(self.max_export_batch_size).max(1) as u32;
         let budget = self.export_timeout.saturating_mul(batches);
-        py.detach(|| queue.flush_within(budget))
+        // Spooled counts as handed over: the spool's replay is its own (the exporter's
+        // `force_flush` waits for it), and an SDK thread blocked on it would drop spans.
+        py.detach(|| queue.settle_within(budget))
             .err()
             .map(|e| format!("wasm exporter `{}`: not delivered: {e}", self.name))
     }

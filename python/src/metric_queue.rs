@@ -121,6 +121,11 @@ impl MetricQueue {
 }
 
 impl Queue for MetricQueue {
+    /// A metric queue has no spool: settling is flushing.
+    fn settle_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.flush_within(timeout)
+    }
+
     /// Exports what is queued, then has the guest flush, within `timeout`.
     fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
         let started = Instant::now();

@@ -12,7 +12,12 @@ import threading
 import lens
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExportResult,
+)
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VENDOR = ROOT / "guest-examples" / "dist" / "rust-vendor-http.wasm"
@@ -94,6 +99,27 @@ def test_spans_of_an_outage_wait_on_disk_and_arrive_once_the_vendor_is_back(vend
     assert (stats["exported"], stats["replayed"], stats["in_spool"]) == (200, 200, 0), stats
     assert stats["dropped"] == 0 and stats["pending"] == 0, stats
     assert vendor.accepted, "the vendor received the replayed spans"
+
+
+def test_a_delivered_export_returns_success_once_its_batch_is_spooled(vendor, tmp_path):
+    vendor.down.set()
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("trainer")
+    for _ in range(30):
+        tracer.start_span("step").end()
+    exporter = _exporter(vendor, tmp_path / "spool")
+    assert exporter.mode == "delivered"
+    # Handed over to the spool: the SDK's thread is not held on the outage.
+    assert exporter.export(memory.get_finished_spans()) == SpanExportResult.SUCCESS
+    stats = exporter.stats()
+    assert (stats["spooled"], stats["in_spool"], stats["dropped"]) == (30, 30, 0), stats
+    assert not exporter.force_flush(3_000), "still spooled: not delivered"
+    vendor.down.clear()
+    assert exporter.force_flush(10_000)
+    assert exporter.stats()["replayed"] == 30
+    exporter.shutdown()
 
 
 def test_a_rank_shut_down_in_the_outage_leaves_its_spans_to_the_next_process(vendor, tmp_path):

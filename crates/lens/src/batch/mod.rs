@@ -101,8 +101,9 @@ pub fn run_stages<T: 'static>(
 enum Control {
     /// Export what is queued now, full batches or not (a hand-off of a whole batch).
     ExportQueued,
-    /// Export what is queued, replay the spool until the deadline, flush the exporter.
-    Flush(Sender<OTelSdkResult>, Instant),
+    /// Export what is queued, replay the spool until the deadline (unless only settling what
+    /// is queued: exported or spooled), flush the exporter.
+    Flush(Sender<OTelSdkResult>, Instant, Replay),
     Shutdown(Sender<OTelSdkResult>, Duration),
     SetResource(Resource),
 }
@@ -190,6 +191,15 @@ impl<T> Shared<T> {
         let queued = self.items_rx.try_iter().count() as u64;
         self.stats.record_dropped(DropReason::Shutdown, queued);
     }
+}
+
+/// Whether a flush replays the spool too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replay {
+    /// Everything delivered: the queue, then the spool.
+    All,
+    /// The queue settled: each item exported, spooled or dropped.
+    QueueOnly,
 }
 
 /// What became of a chunk taken from the queue.
@@ -361,14 +371,25 @@ impl<T: Send + 'static> BatchQueue<T> {
         self.force_flush_within(self.flush_timeout)
     }
 
-    /// Exports everything queued, then flushes the exporter, within `timeout`.
+    /// Exports everything queued, replays the spool, then flushes the exporter, within
+    /// `timeout`.
     pub(crate) fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.flush(timeout, Replay::All)
+    }
+
+    /// Settles everything queued (exported, or spooled when the exporter cannot take it now),
+    /// then flushes the exporter, within `timeout`; the spool is left to its replay.
+    pub(crate) fn settle_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.flush(timeout, Replay::QueueOnly)
+    }
+
+    fn flush(&self, timeout: Duration, replay: Replay) -> OTelSdkResult {
         if self.is_shutdown.load(Ordering::Relaxed) {
             return Err(OTelSdkError::AlreadyShutdown);
         }
         // The worker's replay of the spool ends a little before the caller stops waiting.
         let deadline = Instant::now() + timeout.mul_f64(0.8);
-        self.request(|tx| Control::Flush(tx, deadline), timeout)
+        self.request(|tx| Control::Flush(tx, deadline, replay), timeout)
             .unwrap_or(Err(OTelSdkError::Timeout(timeout)))
     }
 
@@ -468,11 +489,15 @@ impl<E: BatchExport> Worker<E> {
                         if self.export_queued().is_err() && self.shared.lock().abandoned {
                             return;
                         }
+                        self.replay_between(Instant::now() + self.delay);
                     }
-                    Ok(Control::Flush(reply, deadline)) => {
+                    Ok(Control::Flush(reply, deadline, replay)) => {
                         // Queued items first, then the spool, then whatever the exporter
                         // itself buffers.
-                        let exported = self.export_queued().and(self.replay_all(deadline));
+                        let mut exported = self.export_queued();
+                        if replay == Replay::All {
+                            exported = exported.and(self.replay_all(deadline));
+                        }
                         let flushed = write(&self.exporter).force_flush();
                         let _ = reply.send(exported.and(flushed));
                     }
@@ -497,6 +522,9 @@ impl<E: BatchExport> Worker<E> {
                             return;
                         }
                     }
+                    // Under steady load the timer below never fires: the backlog is replayed
+                    // between full batches too.
+                    self.replay_between(Instant::now() + self.delay);
                     next_timer = Instant::now() + self.delay;
                 }
                 default(wait) => {

@@ -179,6 +179,14 @@ impl BatchLogProcessor {
             .as_ref()
             .map_or(Ok(()), |q| q.force_flush_within(timeout))
     }
+
+    /// Settles what is queued within `timeout`: each record exported, or spooled when the
+    /// exporter cannot take it now (its spool is left to its replay), or dropped.
+    pub fn settle_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.queue
+            .as_ref()
+            .map_or(Ok(()), |q| q.settle_within(timeout))
+    }
 }
 
 impl LogProcessor for BatchLogProcessor {

@@ -133,6 +133,12 @@ impl BatchSpanProcessor {
     pub fn force_flush_within(&self, timeout: Duration) -> OTelSdkResult {
         self.queue.force_flush_within(timeout)
     }
+
+    /// Settles what is queued within `timeout`: each span exported, or spooled when the
+    /// exporter cannot take it now (its spool is left to its replay), or dropped.
+    pub fn settle_within(&self, timeout: Duration) -> OTelSdkResult {
+        self.queue.settle_within(timeout)
+    }
 }
 
 impl SpanProcessor for BatchSpanProcessor {
