@@ -489,7 +489,7 @@ impl<E: BatchExport> Worker<E> {
                         if self.export_queued().is_err() && self.shared.lock().abandoned {
                             return;
                         }
-                        self.replay_between(Instant::now() + self.delay);
+                        let _ = self.replay_between(Instant::now() + self.delay);
                     }
                     Ok(Control::Flush(reply, deadline, replay)) => {
                         // Queued items first, then the spool, then whatever the exporter
@@ -524,15 +524,20 @@ impl<E: BatchExport> Worker<E> {
                     }
                     // Under steady load the timer below never fires: the backlog is replayed
                     // between full batches too.
-                    self.replay_between(Instant::now() + self.delay);
+                    let _ = self.replay_between(Instant::now() + self.delay);
                     next_timer = Instant::now() + self.delay;
                 }
                 default(wait) => {
                     if self.export_queued().is_err() && self.shared.lock().abandoned {
                         return;
                     }
-                    self.replay_between(Instant::now() + self.delay);
-                    next_timer = Instant::now() + self.delay;
+                    let backlog = self.replay_between(Instant::now() + self.delay);
+                    // A backlog the exporter can take goes on at once, not a delay later.
+                    next_timer = if backlog {
+                        Instant::now()
+                    } else {
+                        Instant::now() + self.delay
+                    };
                 }
             }
         }
@@ -540,15 +545,18 @@ impl<E: BatchExport> Worker<E> {
 
     /// Replays spooled records while less than a batch of new data waits (new data first),
     /// until `deadline`.
-    fn replay_between(&self, deadline: Instant) {
-        if let Some(spooling) = &self.shared.spooling {
-            let exporter = read(&self.exporter);
-            let queue = &self.shared.items_rx;
-            let max = self.max_batch;
-            spooling.replay(&*exporter, &self.shared.stats, deadline, true, || {
-                queue.len() < max
-            });
-        }
+    /// Returns whether some is left that the exporter, up, could take now.
+    fn replay_between(&self, deadline: Instant) -> bool {
+        let Some(spooling) = &self.shared.spooling else {
+            return false;
+        };
+        let exporter = read(&self.exporter);
+        let queue = &self.shared.items_rx;
+        let max = self.max_batch;
+        let left = spooling.replay(&*exporter, &self.shared.stats, deadline, true, || {
+            queue.len() < max
+        });
+        left > 0 && !spooling.is_down()
     }
 
     /// Replays the whole spool, until `deadline`: an error when some is left.

@@ -3,8 +3,8 @@
 //!
 //! - **Down.** An export that fails (after the exporter's own retries) sends its batch to the
 //!   spool and marks the exporter down; while it is down every batch is spooled, and every
-//!   [`backoff`](Health) (1 s, doubling to 30 s) the oldest record is tried again. Its
-//!   success marks the exporter up.
+//!   [`backoff`](Health) (1 s, doubling to 5 s: the OTLP exporters' own retry cap) the oldest
+//!   record is tried again. Its success marks the exporter up.
 //! - **Busy.** While the worker is inside an export (a collector that hangs, a retry loop),
 //!   the spiller thread takes batches from a queue more than half full into the spool, so that
 //!   the application thread's queue does not overflow.
@@ -28,7 +28,7 @@ use crate::spool::{Appended, Opened, Spool};
 
 /// The first wait before an exporter that failed is tried again, and its cap.
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// What the worker knows of its exporter's health.
 #[derive(Debug, Default)]
