@@ -226,31 +226,28 @@ impl Registry {
             return Err(ManifestFetch::NotFound);
         }
         if !status.is_success() {
-            // An error's body is read as far as one line of message needs.
-            let mut said = Vec::new();
-            while let Ok(Some(chunk)) = response.chunk().await {
-                said.extend_from_slice(&chunk);
-                if said.len() > 4096 {
-                    break;
-                }
-            }
+            // An error's body is read as far as one line of message needs (a body that fails
+            // to arrive leaves the status alone to say it).
+            let said = read_bounded(&mut response, 4096)
+                .await
+                .map(|(said, _)| said)
+                .unwrap_or_default();
             return Err(ManifestFetch::Status(
                 status.as_u16(),
-                String::from_utf8_lossy(&said[..said.len().min(4096)]).into_owned(),
+                String::from_utf8_lossy(&said).into_owned(),
             ));
         }
         let limit = MAX_MANIFEST_BYTES as u64;
         if let Some(announced) = response.content_length().filter(|n| *n > limit) {
             return Ok(Err(announced));
         }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(ManifestFetch::Http)? {
-            bytes.extend_from_slice(&chunk);
-            if bytes.len() as u64 > limit {
-                return Ok(Err(bytes.len() as u64));
-            }
+        match read_bounded(&mut response, MAX_MANIFEST_BYTES)
+            .await
+            .map_err(ManifestFetch::Http)?
+        {
+            (bytes, None) => Ok(Ok(bytes)),
+            (_, Some(arrived)) => Ok(Err(arrived)),
         }
-        Ok(Ok(bytes))
     }
 
     /// A manifest fetch's failure, as Lens says it.
@@ -671,4 +668,23 @@ fn credentials(registry: &str) -> (RegistryAuth, String) {
             format!("{env}, then the Docker config ({e}); so anonymously"),
         ),
     }
+}
+
+/// `response`'s body as it arrives, at most `limit` bytes of it: the bytes, and `Some(n)` once
+/// more than `limit` arrived (`n` bytes so far; nothing more is read, the bytes are the first
+/// `limit`).
+async fn read_bounded(
+    response: &mut reqwest::Response,
+    limit: usize,
+) -> Result<(Vec<u8>, Option<u64>), reqwest::Error> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > limit {
+            let arrived = bytes.len() as u64;
+            bytes.truncate(limit);
+            return Ok((bytes, Some(arrived)));
+        }
+    }
+    Ok((bytes, None))
 }
