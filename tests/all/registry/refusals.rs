@@ -259,3 +259,75 @@ fn a_push_of_a_file_that_is_not_a_component_is_refused_naming_it() {
     );
     assert!(!registry.log_text().contains("PUT /v2/acme/notes/manifests"));
 }
+
+/// A registry (a stub on 127.0.0.1) that answers every manifest with 2 MiB in 64 KiB chunks and
+/// no `Content-Length`: the manifest is refused once 1 MiB has arrived, the rest never read.
+#[test]
+fn a_chunked_manifest_over_1_mib_is_refused_once_1_mib_has_arrived() {
+    const STUB: &str = r#"
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        if "/manifests/" not in self.path:
+            self.send_response(200)
+            self.send_header("content-length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+            return
+        self.send_response(200)
+        self.send_header("content-type", "application/vnd.oci.image.manifest.v1+json")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        try:
+            for _ in range(32):
+                chunk = b" " * 65536
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass
+    def handle(self):
+        try:
+            super().handle()
+        except OSError:
+            pass
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_port, flush=True)
+s.serve_forever()
+"#;
+    let mut stub = std::process::Command::new("python3")
+        .args(["-c", STUB])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(stub.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let reference = format!(
+        "oci://127.0.0.1:{}/acme/chunked:1.0@sha256:{}",
+        port.trim(),
+        "0".repeat(64)
+    );
+    let (said, kept) = refused_pull(&reference);
+    let _ = stub.kill();
+    let _ = stub.wait();
+    let arrived: u64 = said
+        .split("its manifest is ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        said.contains("bytes or more, over 1048576: refused while it arrived"),
+        "{said}"
+    );
+    // Stopped within a chunk or so of the limit, not after the whole 2 MiB.
+    assert!((1 << 20) < arrived && arrived < (3 << 19), "{said}");
+    assert!(!kept);
+}
