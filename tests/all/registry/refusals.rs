@@ -2,7 +2,8 @@
 //! unverified kept in the store: a layer whose bytes are not its digest, a layer over
 //! `max_file_mib`, an image and an index instead of a Wasm artifact, a registry that wants
 //! credentials (and takes them from the environment or the Docker config), a `sha256` pin the
-//! reference's layer does not have.
+//! reference's layer does not have, a manifest over 1 MiB (announced, or chunked and cut off
+//! once 1 MiB has arrived).
 
 use std::path::Path;
 
