@@ -781,12 +781,16 @@ impl<E: BatchExport> Spiller<E> {
             .as_ref()
             .expect("a spiller has a spool");
         loop {
-            match pressure.recv_timeout(self.delay) {
+            // Woken by the queue passing half full: the worker is not keeping up (inside an
+            // export, or starved of the CPU), so spill whatever it is doing; on the timer, only
+            // beside an export.
+            let pressed = match pressure.recv_timeout(self.delay) {
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
                 _ if self.shared.stopping.load(Ordering::SeqCst) => return,
-                _ => {}
-            }
-            while spooling.exporting.load(Ordering::SeqCst)
+                Ok(()) => true,
+                Err(_) => false,
+            };
+            while (pressed || spooling.exporting.load(Ordering::SeqCst))
                 && self.shared.items_rx.len() > self.low_water
             {
                 let Some(mut chunks) = self.shared.take_chunks(self.max_batch, 1, false) else {

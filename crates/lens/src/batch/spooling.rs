@@ -5,9 +5,10 @@
 //!   spool and marks the exporter down; while it is down every batch is spooled, and every
 //!   [`backoff`](Health) (1 s, doubling to 5 s: the OTLP exporters' own retry cap) the oldest
 //!   record is tried again. Its success marks the exporter up.
-//! - **Busy.** While the worker is inside an export (a collector that hangs, a retry loop),
-//!   the spiller thread takes batches from a queue more than half full into the spool, so that
-//!   the application thread's queue does not overflow.
+//! - **Busy.** While the worker is inside an export (a collector that hangs, a retry loop), or
+//!   whenever the queue passes half full (the worker is not keeping up), the spiller thread
+//!   takes batches from the queue into the spool, so that the application thread's queue does
+//!   not overflow.
 //! - **Replay.** While up, new data goes first: the worker replays spooled records, oldest
 //!   first, only while less than a batch waits in the queue, so a backlog takes the exporter's
 //!   spare capacity and never delays new data by more than one batch. A flush and a shutdown
