@@ -15,8 +15,9 @@ use lens_test_support::pipeline::{LocalInstall, exporting, otlp_spec};
 
 const T: Duration = Duration::from_secs(30);
 
-/// Traces to `collector` over `protocol`, a 1 s export timeout and a 256-span queue (much
-/// less than an outage's spans; batches of 64), spooled in `spool` when given.
+/// Traces to `collector` over `protocol`, a 1 s export timeout and a 1,024-span queue (a third
+/// of an outage's spans, and room for the sender's catch-up burst after the test process was
+/// starved of the CPU on a loaded machine; batches of 64), spooled in `spool` when given.
 fn install(collector: &Collector, protocol: OtlpProtocol, spool: Option<&Path>) -> TelemetryHandle {
     let spec = OtlpExporterSpec {
         timeout_ms: Some(1_000),
@@ -35,7 +36,7 @@ fn install(collector: &Collector, protocol: OtlpProtocol, spool: Option<&Path>) 
         ..exporting()
     };
     config.batch.scheduled_delay_ms = 100;
-    config.batch.max_queue_size = 256;
+    config.batch.max_queue_size = 1_024;
     config.batch.max_export_batch_size = 64;
     Telemetry::builder(config).rank(0).world_size(1).local()
 }
