@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol, SignalConfig, SpoolSpec};
-use lens::{ExporterSnapshot, LensConfig, Telemetry, TelemetryHandle};
+use lens::config::{OtlpExporterSpec, OtlpProtocol, SpoolSpec};
+use lens::{ExporterSnapshot, Telemetry, TelemetryHandle};
 use lens_test_support::collector::Collector;
-use lens_test_support::pipeline::{exporting, otlp_spec};
+use lens_test_support::pipeline::{otlp_spec, traces_to};
 
 use crate::{Opts, Row, median, ns_per_span, one_span};
 
@@ -29,14 +29,7 @@ fn install(collector: &Collector, spool: Option<&Path>, queue: usize) -> Telemet
         }),
         ..otlp_spec(protocol, collector.endpoint(protocol, lens::Signal::Traces))
     };
-    let mut config = LensConfig {
-        metrics_enabled: false,
-        traces: SignalConfig {
-            exporters: vec![ExporterSpec::Otlp(spec)],
-            processors: Vec::new(),
-        },
-        ..exporting()
-    };
+    let mut config = traces_to(spec);
     config.batch.max_queue_size = queue;
     config.batch.scheduled_delay_ms = 50;
     Telemetry::builder(config)

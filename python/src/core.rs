@@ -262,17 +262,15 @@ pub fn spool_of(
             entry.name
         )));
     }
-    spec.validate_public()
+    spec.validate()
         .map_err(|m| load_error(format!("wasm exporter `{}`: {m}", entry.name)))?;
-    let env = lens::config::env::ProcessEnv;
     let rank = std::env::var("RANK")
         .ok()
         .and_then(|r| r.trim().parse().ok())
         .unwrap_or(0);
     let service = std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "python".into());
-    let dir = spec.resolved_dir(&env, &service, rank, &entry.name);
-    let limits = lens::spool::SpoolLimits::new(spec.max_bytes(), spec.when_full);
-    lens::spool::Spool::open(&dir, entry.signal, limits)
+    let env = lens::config::env::ProcessEnv;
+    spec.open(&env, &service, rank, &entry.name, entry.signal)
         .map(Some)
         .map_err(|e| load_error(format!("wasm exporter `{}`: {e}", entry.name)))
 }

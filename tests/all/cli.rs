@@ -21,14 +21,19 @@ fn ranks_where(ranks: &[serde_json::Value], flag: &str) -> Vec<u64> {
         .collect()
 }
 
-fn summary(out: &Path) -> Vec<serde_json::Value> {
-    let run_dir = std::fs::read_dir(out)
+/// The run folder `lens demo --out OUT` made (the only entry of `out`).
+pub(crate) fn run_dir(out: &Path) -> std::path::PathBuf {
+    std::fs::read_dir(out)
         .unwrap()
         .next()
         .unwrap()
         .unwrap()
-        .path();
-    let text = std::fs::read_to_string(run_dir.join("summary.json")).unwrap();
+        .path()
+}
+
+/// The rank summaries of that run.
+pub(crate) fn summary(out: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(run_dir(out).join("summary.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
 

@@ -141,12 +141,7 @@ fn a_rust_project_with_every_signal_builds_runs_in_the_demo_and_writes_its_outpu
         .args(["--steps", "10", "--out"])
         .arg(&out));
     assert!(demo.contains("rank-N-guest/<exporter>.stdout"), "{demo}");
-    let run = std::fs::read_dir(&out)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run = crate::cli::run_dir(&out);
     for rank in 0..2 {
         let printed =
             std::fs::read_to_string(run.join(format!("rank-{rank}-guest/acme-rs.stdout"))).unwrap();

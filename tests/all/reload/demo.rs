@@ -35,15 +35,7 @@ preopens = [{{ host = "{}", guest = "/out", read_only = false }}]
 /// once (both files used).
 fn check_ranks(out: &std::path::Path) -> Vec<serde_json::Value> {
     let short = &sha256(&dist("c-jsonl.wasm"))[..12];
-    let run_dir = std::fs::read_dir(out.join("o"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let ranks: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
-            .unwrap();
+    let ranks = crate::cli::summary(&out.join("o"));
     assert_eq!(ranks.len(), 2);
     for r in &ranks {
         assert_eq!(

@@ -52,14 +52,8 @@ fn a_full_disk_costs_counted_drops_and_the_rank_trains_on() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&result.stdout);
-    let run = std::fs::read_dir(&out)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let ranks: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let run = crate::cli::run_dir(&out);
+    let ranks = crate::cli::summary(&out);
     let r = &ranks[0];
     let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
     // The rank trained to its end, and every span is in one place.

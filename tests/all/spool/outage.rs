@@ -6,12 +6,12 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol, SignalConfig, SpoolSpec};
+use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol, SignalConfig};
 use lens::opentelemetry::KeyValue;
 use lens::opentelemetry::trace::{Span, Tracer};
 use lens::{ExporterSnapshot, LensConfig, Telemetry, TelemetryHandle};
 use lens_test_support::collector::Collector;
-use lens_test_support::pipeline::{LocalInstall, exporting, otlp_spec};
+use lens_test_support::pipeline::{LocalInstall, exporting, otlp_spec, spool_in, traces_to};
 
 const T: Duration = Duration::from_secs(30);
 
@@ -21,20 +21,10 @@ const T: Duration = Duration::from_secs(30);
 fn install(collector: &Collector, protocol: OtlpProtocol, spool: Option<&Path>) -> TelemetryHandle {
     let spec = OtlpExporterSpec {
         timeout_ms: Some(1_000),
-        spool: spool.map(|dir| SpoolSpec {
-            dir: Some(dir.to_path_buf()),
-            ..Default::default()
-        }),
+        spool: spool.map(spool_in),
         ..otlp_spec(protocol, collector.endpoint(protocol, lens::Signal::Traces))
     };
-    let mut config = LensConfig {
-        metrics_enabled: false,
-        traces: SignalConfig {
-            exporters: vec![ExporterSpec::Otlp(spec)],
-            processors: Vec::new(),
-        },
-        ..exporting()
-    };
+    let mut config = traces_to(spec);
     config.batch.scheduled_delay_ms = 100;
     config.batch.max_queue_size = 1_024;
     config.batch.max_export_batch_size = 64;
@@ -152,23 +142,13 @@ fn two_live_processes_never_share_a_spool() {
     let collector = Collector::start_quiet();
     let _held = install(&collector, OtlpProtocol::HttpProtobuf, Some(&spool));
     let spec = OtlpExporterSpec {
-        spool: Some(SpoolSpec {
-            dir: Some(spool.clone()),
-            ..Default::default()
-        }),
+        spool: Some(spool_in(&spool)),
         ..otlp_spec(
             OtlpProtocol::HttpProtobuf,
             collector.endpoint(OtlpProtocol::HttpProtobuf, lens::Signal::Traces),
         )
     };
-    let config = LensConfig {
-        metrics_enabled: false,
-        traces: SignalConfig {
-            exporters: vec![ExporterSpec::Otlp(spec)],
-            processors: Vec::new(),
-        },
-        ..exporting()
-    };
+    let config = traces_to(spec);
     let second = Telemetry::builder(config)
         .rank(0)
         .world_size(1)
@@ -194,10 +174,7 @@ fn log_records_spooled_in_an_outage_reach_the_collector_from_the_next_process_wi
     let install_logs = |collector: &Collector| {
         let spec = OtlpExporterSpec {
             timeout_ms: Some(500),
-            spool: Some(SpoolSpec {
-                dir: Some(spool.clone()),
-                ..Default::default()
-            }),
+            spool: Some(spool_in(&spool)),
             ..otlp_spec(
                 OtlpProtocol::Grpc,
                 collector.endpoint(OtlpProtocol::Grpc, lens::Signal::Logs),

@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol, SignalConfig, SpoolSpec};
+use lens::Telemetry;
+use lens::config::{OtlpExporterSpec, OtlpProtocol};
 use lens::opentelemetry::trace::{Span, Tracer};
-use lens::{LensConfig, Telemetry};
 use lens_test_support::collector::Collector;
-use lens_test_support::pipeline::{LocalInstall, exporting, otlp_spec};
+use lens_test_support::pipeline::{LocalInstall, otlp_spec, spool_in, traces_to};
 
 fn replay(dir: &std::path::Path, config: &std::path::Path) -> (i32, String) {
     let out = crate::lens()
@@ -38,20 +38,10 @@ fn a_spool_left_by_a_job_is_sent_by_lens_spool_replay_once_the_collector_is_back
     let spec = OtlpExporterSpec {
         name: Some("acme".into()),
         timeout_ms: Some(500),
-        spool: Some(SpoolSpec {
-            dir: Some(spool.clone()),
-            ..Default::default()
-        }),
+        spool: Some(spool_in(&spool)),
         ..otlp_spec(OtlpProtocol::HttpProtobuf, endpoint.clone())
     };
-    let config = LensConfig {
-        metrics_enabled: false,
-        traces: SignalConfig {
-            exporters: vec![ExporterSpec::Otlp(spec)],
-            processors: Vec::new(),
-        },
-        ..exporting()
-    };
+    let config = traces_to(spec);
     let job = Telemetry::builder(config).rank(0).world_size(1).local();
     let tracer = job.tracer("trainer");
     (0..300).for_each(|_| tracer.start("step").end());

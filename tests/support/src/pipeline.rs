@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use lens::config::{ExporterSpec, OtlpExporterSpec, OtlpProtocol, SignalConfig, WasmCacheConfig};
+use lens::config::{
+    ExporterSpec, OtlpExporterSpec, OtlpProtocol, SignalConfig, SpoolSpec, WasmCacheConfig,
+};
 use lens::opentelemetry::{Key, Value};
 use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::logs::{LogBatch, LogExporter};
@@ -54,6 +56,26 @@ pub fn otlp_spec(protocol: OtlpProtocol, endpoint: String) -> OtlpExporterSpec {
         protocol: Some(protocol),
         endpoint: Some(endpoint),
         ..Default::default()
+    }
+}
+
+/// A spool in `dir`, with the other keys at their defaults.
+pub fn spool_in(dir: &std::path::Path) -> SpoolSpec {
+    SpoolSpec {
+        dir: Some(dir.to_path_buf()),
+        ..Default::default()
+    }
+}
+
+/// Exporting on every rank, metrics off, traces to that one OTLP exporter entry.
+pub fn traces_to(spec: OtlpExporterSpec) -> LensConfig {
+    LensConfig {
+        metrics_enabled: false,
+        traces: SignalConfig {
+            exporters: vec![ExporterSpec::Otlp(spec)],
+            processors: Vec::new(),
+        },
+        ..exporting()
     }
 }
 

@@ -663,32 +663,26 @@ fn export_one<E: BatchExport>(
     // The latency recorded is the export call's.
     let mut elapsed = Duration::ZERO;
     let errors_at = shared.stats.errors_recorded();
-    let (result, processed) = match std::panic::catch_unwind(AssertUnwindSafe(|| {
-        exporter.process(chunk)
-    })) {
-        Err(_) => (
-            Err(OTelSdkError::InternalFailure(
-                "the processors before the exporter panicked".into(),
-            )),
-            Processed::default(),
-        ),
-        Ok((chunk, processed)) if chunk.is_empty() => (Ok(()), processed),
-        Ok((chunk, processed)) => {
-            debug_assert_eq!(chunk.len() as u64 + processed.dropped(), n as u64);
-            if let Some(spooling) = &shared.spooling {
-                return spool_or_export(shared, spooling, exporter, chunk, n, processed);
+    let (result, processed) =
+        match std::panic::catch_unwind(AssertUnwindSafe(|| exporter.process(chunk))) {
+            Err(_) => (
+                Err(OTelSdkError::InternalFailure(
+                    "the processors before the exporter panicked".into(),
+                )),
+                Processed::default(),
+            ),
+            Ok((chunk, processed)) if chunk.is_empty() => (Ok(()), processed),
+            Ok((chunk, processed)) => {
+                debug_assert_eq!(chunk.len() as u64 + processed.dropped(), n as u64);
+                if let Some(spooling) = &shared.spooling {
+                    return spool_or_export(shared, spooling, exporter, chunk, n, processed);
+                }
+                let started = Instant::now();
+                let exported = export_caught(exporter, chunk);
+                elapsed = started.elapsed();
+                (exported, processed)
             }
-            let started = Instant::now();
-            let exported = std::panic::catch_unwind(AssertUnwindSafe(|| exporter.export(chunk)))
-                .unwrap_or_else(|_| {
-                    Err(OTelSdkError::InternalFailure(
-                        "the exporter panicked".into(),
-                    ))
-                });
-            elapsed = started.elapsed();
-            (exported, processed)
-        }
-    };
+        };
     if let Err(e) = &result {
         shared.stats.record_failure(e, errors_at);
         log::warn!(
@@ -705,6 +699,15 @@ fn export_one<E: BatchExport>(
     shared
         .resolve(n as u64, &processed, outcome, elapsed)
         .then_some(result)
+}
+
+/// Exports `batch`, a panic of the exporter being a failed export (the worker carries on).
+fn export_caught<E: BatchExport>(exporter: &E, batch: Vec<E::Item>) -> OTelSdkResult {
+    std::panic::catch_unwind(AssertUnwindSafe(|| exporter.export(batch))).unwrap_or_else(|_| {
+        Err(OTelSdkError::InternalFailure(
+            "the exporter panicked".into(),
+        ))
+    })
 }
 
 /// A processed chunk of an exporter with a spool: spooled while the exporter is down,
@@ -727,14 +730,7 @@ fn spool_or_export<E: BatchExport>(
     let record = exporter.encode(&chunk);
     let errors_at = shared.stats.errors_recorded();
     let started = Instant::now();
-    spooling.exporting.store(true, Ordering::SeqCst);
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| exporter.export(chunk)))
-        .unwrap_or_else(|_| {
-            Err(OTelSdkError::InternalFailure(
-                "the exporter panicked".into(),
-            ))
-        });
-    spooling.exporting.store(false, Ordering::SeqCst);
+    let result = spooling.exporting(|| export_caught(exporter, chunk));
     let elapsed = started.elapsed();
     spooling.exported(&result);
     match result {
@@ -790,7 +786,7 @@ impl<E: BatchExport> Spiller<E> {
                 Ok(()) => true,
                 Err(_) => false,
             };
-            while (pressed || spooling.exporting.load(Ordering::SeqCst))
+            while (pressed || spooling.is_exporting())
                 && self.shared.items_rx.len() > self.low_water
             {
                 let Some(mut chunks) = self.shared.take_chunks(self.max_batch, 1, false) else {

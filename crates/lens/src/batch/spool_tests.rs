@@ -52,17 +52,11 @@ impl BatchExport for Switch {
     }
 
     fn encode(&self, batch: &[u32]) -> Vec<u8> {
-        batch.iter().flat_map(|i| i.to_le_bytes()).collect()
+        super::tests::encode_u32s(batch)
     }
 
     fn decode(&self, record: &[u8]) -> Result<Vec<u32>, String> {
-        if !record.len().is_multiple_of(4) {
-            return Err("not whole items".into());
-        }
-        Ok(record
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-            .collect())
+        super::tests::decode_u32s(record)
     }
 
     fn force_flush(&mut self) -> OTelSdkResult {

@@ -44,7 +44,7 @@ pub(crate) struct Spooling {
     spool: Mutex<Spool>,
     health: Mutex<Health>,
     /// The worker is inside an export call: the spiller may take batches from the queue.
-    pub(crate) exporting: AtomicBool,
+    exporting: AtomicBool,
 }
 
 impl Spooling {
@@ -78,6 +78,19 @@ impl Spooling {
 
     fn health(&self) -> std::sync::MutexGuard<'_, Health> {
         self.health.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `export` with the worker marked as exporting (the spiller's cue).
+    pub(crate) fn exporting<R>(&self, export: impl FnOnce() -> R) -> R {
+        self.exporting.store(true, Ordering::SeqCst);
+        let result = export();
+        self.exporting.store(false, Ordering::SeqCst);
+        result
+    }
+
+    /// Whether the worker is inside an export.
+    pub(crate) fn is_exporting(&self) -> bool {
+        self.exporting.load(Ordering::SeqCst)
     }
 
     /// Items in the spool now.
@@ -188,17 +201,7 @@ impl Spooling {
                     stats.record_spool_held(spool.status().items);
                 }
                 Ok(batch) => {
-                    self.exporting.store(true, Ordering::SeqCst);
-                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        exporter.export(batch)
-                    }))
-                    .unwrap_or_else(|_| {
-                        Err(OTelSdkError::InternalFailure(
-                            "the exporter panicked".into(),
-                        ))
-                    });
-                    self.exporting.store(false, Ordering::SeqCst);
-                    if let Err(e) = result {
+                    if let Err(e) = self.exporting(|| super::export_caught(exporter, batch)) {
                         log::warn!(
                             "exporter `{}`: replaying its spool failed ({e}); tried again later",
                             stats.name()

@@ -11,6 +11,22 @@ use super::{BatchExport, BatchQueue, ExporterStats, Processed, ProcessorCounts};
 use crate::config::BatchConfig;
 use crate::signal::Signal;
 
+/// Numbered test items as a spool record: little-endian `u32`s.
+pub(super) fn encode_u32s(batch: &[u32]) -> Vec<u8> {
+    batch.iter().flat_map(|i| i.to_le_bytes()).collect()
+}
+
+/// A record of [`encode_u32s`] read back; one that is not whole items is an error.
+pub(super) fn decode_u32s(record: &[u8]) -> Result<Vec<u32>, String> {
+    if !record.len().is_multiple_of(4) {
+        return Err("not whole items".into());
+    }
+    Ok(record
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .collect())
+}
+
 /// Drops the odd items; panics on a batch holding 13.
 struct OddsOut;
 
@@ -34,14 +50,11 @@ impl BatchExport for OddsOut {
     }
 
     fn encode(&self, batch: &[u32]) -> Vec<u8> {
-        batch.iter().flat_map(|i| i.to_le_bytes()).collect()
+        encode_u32s(batch)
     }
 
     fn decode(&self, record: &[u8]) -> Result<Vec<u32>, String> {
-        Ok(record
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-            .collect())
+        decode_u32s(record)
     }
 
     fn force_flush(&mut self) -> OTelSdkResult {

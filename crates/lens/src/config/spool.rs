@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use crate::spool::WhenFull;
+use crate::spool::{Opened, Spool, SpoolError, SpoolLimits};
 
 /// `spool = { dir = "...", max_mib = 1024, when_full = "drop_oldest" }` on an `otlp` or `wasm`
 /// exporter entry: batches the exporter cannot take now (it failed, or its queue is filling
@@ -44,12 +45,8 @@ impl SpoolSpec {
         self.max_mib.unwrap_or(DEFAULT_SPOOL_MIB) << 20
     }
 
-    /// Checks the bounds (as a config file's are checked), for callers outside a config.
-    pub fn validate_public(&self) -> Result<(), String> {
-        self.validate()
-    }
-
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    /// Checks the bounds, as a config file's entries are checked.
+    pub fn validate(&self) -> Result<(), String> {
         if let Some(mib) = self.max_mib
             && !(1..=MAX_SPOOL_MIB).contains(&mib)
         {
@@ -94,6 +91,26 @@ impl SpoolSpec {
                 .join(format!("rank-{rank}"))
                 .join(exporter),
         }
+    }
+}
+
+impl SpoolSpec {
+    /// Opens (taking its lock) the spool of `exporter`'s `signal` on `rank` of `service`, in
+    /// [`resolved_dir`](Self::resolved_dir), within this spec's bounds.
+    pub fn open(
+        &self,
+        env: &dyn crate::config::env::EnvSource,
+        service: &str,
+        rank: u32,
+        exporter: &str,
+        signal: crate::Signal,
+    ) -> Result<(Spool, Opened), SpoolError> {
+        let dir = self.resolved_dir(env, service, rank, exporter);
+        Spool::open(
+            &dir,
+            signal,
+            SpoolLimits::new(self.max_bytes(), self.when_full),
+        )
     }
 }
 

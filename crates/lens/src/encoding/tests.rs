@@ -42,12 +42,7 @@ fn otlp_resource_int(
 /// Spans covering every value type, events, links, status, unicode and two scopes, with a
 /// rank's resource.
 fn sample_spans() -> (Vec<SpanData>, Resource) {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    crate::testing::end_rich_trace(&provider);
-    let spans = exporter.get_finished_spans().unwrap();
+    let spans = crate::testing::rich_trace_spans();
     let res = Resource::builder_empty()
         .with_attributes([
             KeyValue::new("service.name", "enc"),

@@ -28,7 +28,7 @@ use crate::exporter::{
 use crate::logs::{BatchLogProcessor, Queued};
 use crate::rank::RankInfo;
 use crate::signal::Signal;
-use crate::spool::{Opened, Spool, SpoolLimits};
+use crate::spool::{Opened, Spool};
 use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExportStage, ExporterStats};
 use crate::wasm::reload::Reloadable;
 use crate::wasm::{
@@ -288,11 +288,15 @@ impl<'a> BuildContext<'a> {
         let Some(s) = spec.spool() else {
             return Ok(None);
         };
-        let dir = s.resolved_dir(self.env, &self.config.service_name, self.rank.rank, name);
-        let limits = SpoolLimits::new(s.max_bytes(), s.when_full);
-        Spool::open(&dir, signal, limits)
-            .map(Some)
-            .map_err(|e| LensError::exporter(name, "cannot open its spool", e))
+        s.open(
+            self.env,
+            &self.config.service_name,
+            self.rank.rank,
+            name,
+            signal,
+        )
+        .map(Some)
+        .map_err(|e| LensError::exporter(name, "cannot open its spool", e))
     }
 
     /// A periodic reader for a metric exporter entry, with its statistics (neither for

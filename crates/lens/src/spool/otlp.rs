@@ -354,7 +354,6 @@ fn any_value(v: V) -> AnyValue {
 #[cfg(test)]
 mod tests {
     use opentelemetry::KeyValue;
-    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 
     use super::*;
 
@@ -366,12 +365,7 @@ mod tests {
 
     #[test]
     fn spans_read_back_are_the_spans_written_every_field() {
-        let exporter = InMemorySpanExporter::default();
-        let provider = SdkTracerProvider::builder()
-            .with_simple_exporter(exporter.clone())
-            .build();
-        crate::testing::end_rich_trace(&provider);
-        let spans = exporter.get_finished_spans().unwrap();
+        let spans = crate::testing::rich_trace_spans();
         let bytes = encode_spans(&spans, &EncodedResource::new(&resource()));
         let back = decode_spans(&bytes).unwrap();
         assert_eq!(back.len(), spans.len());

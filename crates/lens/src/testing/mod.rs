@@ -102,6 +102,16 @@ pub fn record_spans(f: impl FnOnce(&SdkTracer)) -> Vec<SpanData> {
     sink.spans()
 }
 
+/// The spans of [`end_rich_trace`] on a fresh SDK provider, as an exporter receives them.
+pub fn rich_trace_spans() -> Vec<SpanData> {
+    let sink = RecordingSpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(sink.clone())
+        .build();
+    end_rich_trace(&provider);
+    sink.spans()
+}
+
 /// One attribute of every value type, with edge values: non-ASCII text, the empty string,
 /// `i64::MIN`/`MAX`, a huge double, and arrays of each type (one with an empty string).
 pub fn every_value_type() -> Vec<KeyValue> {
