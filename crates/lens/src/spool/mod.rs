@@ -159,15 +159,41 @@ struct Segment {
     records: Vec<RecordMeta>,
     /// Records before this one are replayed.
     acked: usize,
+    /// Items of the records from `acked` on, kept as records are added and acknowledged (a
+    /// status is asked for at every append and replay, over segments of thousands of records).
+    pending: u64,
 }
 
 impl Segment {
-    fn pending_items(&self) -> u64 {
-        self.records[self.acked..]
-            .iter()
-            .map(|r| u64::from(r.items))
-            .sum()
+    /// A segment read back, `acked` of its records replayed.
+    fn read(seq: u64, path: PathBuf, bytes: u64, records: Vec<RecordMeta>, acked: usize) -> Self {
+        let pending = items_of(&records[acked..]);
+        Self {
+            seq,
+            path,
+            bytes,
+            records,
+            acked,
+            pending,
+        }
     }
+
+    fn pending_items(&self) -> u64 {
+        self.pending
+    }
+
+    /// Marks the records before `upto` replayed.
+    fn ack_upto(&mut self, upto: usize) {
+        let upto = upto.min(self.records.len());
+        if upto > self.acked {
+            self.pending -= items_of(&self.records[self.acked..upto]);
+            self.acked = upto;
+        }
+    }
+}
+
+fn items_of(records: &[RecordMeta]) -> u64 {
+    records.iter().map(|r| u64::from(r.items)).sum()
 }
 
 /// An open spool, held by this process.
@@ -209,13 +235,7 @@ impl Spool {
             }
             let bytes = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             let acked = read_ack(&ack_path(&path)).min(scanned.records.len());
-            segments.push_back(Segment {
-                seq,
-                path,
-                bytes,
-                records: scanned.records,
-                acked,
-            });
+            segments.push_back(Segment::read(seq, path, bytes, scanned.records, acked));
         }
         let next_seq = segments.back().map_or(0, |s| s.seq + 1);
         let mut spool = Self {
@@ -245,10 +265,7 @@ impl Spool {
             status.segments += 1;
             status.bytes += fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             status.records += (scanned.records.len() - acked) as u64;
-            status.items += scanned.records[acked..]
-                .iter()
-                .map(|r| u64::from(r.items))
-                .sum::<u64>();
+            status.items += items_of(&scanned.records[acked..]);
             opened.corrupt_items += scanned.corrupt_items;
             if scanned.corrupt_items > 0 || scanned.corrupt_bytes > 0 {
                 opened.warnings.push(format!(
@@ -338,6 +355,7 @@ impl Spool {
                     len: payload.len() as u32,
                     items,
                 });
+                segment.pending += u64::from(items);
                 Ok(Appended::Spooled { evicted })
             }
             Err(e) => {
@@ -396,7 +414,7 @@ impl Spool {
         let Some(segment) = self.segments.iter_mut().find(|s| s.seq == seq) else {
             return Ok(()); // evicted meanwhile
         };
-        segment.acked = segment.acked.max(index + 1);
+        segment.ack_upto(index + 1);
         let path = ack_path(&segment.path);
         write_ack(&path, segment.acked).map_err(|source| SpoolError::Io { path, source })?;
         self.remove_replayed();
@@ -448,13 +466,13 @@ impl Spool {
                 path: path.clone(),
                 source,
             })?;
-        self.segments.push_back(Segment {
-            seq: self.next_seq,
+        self.segments.push_back(Segment::read(
+            self.next_seq,
             path,
-            bytes: HEADER_BYTES as u64,
-            records: Vec::new(),
-            acked: 0,
-        });
+            HEADER_BYTES as u64,
+            Vec::new(),
+            0,
+        ));
         self.next_seq += 1;
         self.writer = Some(file);
         // The segment written before is complete now: removed if all of it was replayed.
