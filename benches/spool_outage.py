@@ -168,7 +168,7 @@ def run(lens: str, outage: float, after: float, step_ms: int, with_spool: bool) 
     out = demo.stdout.read() if demo.stdout else ""
     time.sleep(2)
     run_dir = next((work / "o").iterdir())
-    ranks = json.loads((run_dir / "summary.json").read_text())
+    ranks = json.loads((run_dir / "summary.json").read_text())["ranks"]
     total = {k: sum(r[k] for r in ranks) for k in ("produced", "exported", "dropped")}
     total["spooled"] = sum(r.get("spooled", 0) for r in ranks)
     total["in_spool"] = sum(r.get("in_spool", 0) for r in ranks)

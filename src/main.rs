@@ -16,6 +16,7 @@ mod config_cmd;
 mod demo;
 mod project;
 mod push;
+mod report_cmd;
 mod spool_cmd;
 
 use std::path::PathBuf;
@@ -88,6 +89,12 @@ enum Command {
     /// Inspect an exporter's disk spool (what an outage left to replay).
     #[command(subcommand)]
     Spool(SpoolCommand),
+    /// Draw a run: one self-contained HTML page (timeline per rank, step times and stragglers,
+    /// throughput, exporter health, metrics, logs, configuration), or a Perfetto trace file.
+    #[command(
+        after_help = "Examples:\n  lens report lens-out/demo-1a2b3c4d\n  lens report --perfetto lens-out/demo-1a2b3c4d\n\nExit codes: 0 written, 2 the folder is missing, empty or not writable."
+    )]
+    Report(report_cmd::ReportArgs),
     /// (internal) One rank of `lens demo`.
     #[command(hide = true)]
     DemoRank(demo::RankArgs),
@@ -161,6 +168,7 @@ fn main() -> ExitCode {
             | Command::Pull(_)
             | Command::Push(_)
             | Command::Spool(_)
+            | Command::Report(_)
     ) {
         // Their output piped into `head` ends them quietly, as any command-line tool, rather
         // than with a panic on the closed stdout. (Ranks keep Rust's default: they write to
@@ -172,6 +180,7 @@ fn main() -> ExitCode {
         Command::Compile(args) | Command::Pull(args) => compile::run(args),
         Command::Push(args) => push::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Report(args) => report_cmd::run(args),
         Command::Check(args) => check::run(args),
         Command::New(args) => project::new::run(args),
         Command::Build(args) => project::build::run(args),

@@ -45,16 +45,18 @@ pub fn run(args: DemoArgs) -> ExitCode {
     };
     warm_cache(&args, &job);
     let started = Instant::now();
-    let results = run_ranks(&args, &job, started);
+    let mut results = run_ranks(&args, &job, started);
+    let per_node = args.ranks / args.nodes();
+    for (rank, r) in &mut results {
+        if let Ok(s) = r {
+            s.node = *rank / per_node;
+        }
+    }
     print_table(&results, &job, started.elapsed());
-    let summaries: Vec<&RankSummary> = results
-        .iter()
-        .filter_map(|(_, r)| r.as_ref().ok())
-        .collect();
-    let _ = std::fs::write(
-        job.out.join("summary.json"),
-        serde_json::to_string_pretty(&summaries).unwrap_or_default(),
-    );
+    write_summary(&results, &args, &job);
+    if !args.no_report {
+        write_report(&job);
+    }
     if results
         .iter()
         .all(|(_, r)| r.as_ref().is_ok_and(|s| s.error.is_none()))
@@ -62,6 +64,47 @@ pub fn run(args: DemoArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_RUN_FAILED)
+    }
+}
+
+/// `summary.json` (format [`lens::report::SUMMARY_FORMAT`]): every rank's summary, and the
+/// ranks that ended without one (crashed, setup failed), which `lens report` marks.
+fn write_summary(results: &[RankResult], args: &DemoArgs, job: &Job) {
+    let per_node = args.ranks / args.nodes();
+    let summary = serde_json::json!({
+        "format": lens::report::SUMMARY_FORMAT,
+        "run_id": job.run_id,
+        "world_size": args.ranks,
+        "nodes": args.nodes(),
+        "ranks": results.iter().filter_map(|(_, r)| r.as_ref().ok()).collect::<Vec<_>>(),
+        "failed": results
+            .iter()
+            .filter_map(|(rank, r)| {
+                let error = r.as_ref().err()?;
+                Some(serde_json::json!({"rank": rank, "node": rank / per_node, "error": error}))
+            })
+            .collect::<Vec<_>>(),
+    });
+    let _ = std::fs::write(
+        job.out.join("summary.json"),
+        serde_json::to_string_pretty(&summary).unwrap_or_default(),
+    );
+}
+
+/// The run's page and Perfetto file, named in the output (a failure is said, not fatal: the
+/// run itself is over and its data is in the folder).
+fn write_report(job: &Job) {
+    let options = lens::report::ReportOptions::default();
+    match lens::report::write_report(&job.out, &options) {
+        Ok(r) => println!("report: {}", crate::report_cmd::describe(&r)),
+        Err(e) => println!("report: not written: {e}"),
+    }
+    match lens::report::write_perfetto(&job.out, &options) {
+        Ok(r) => println!(
+            "perfetto trace: {} (open it in ui.perfetto.dev)",
+            r.path.display()
+        ),
+        Err(e) => println!("perfetto trace: not written: {e}"),
     }
 }
 
@@ -74,6 +117,19 @@ fn prepare(args: &DemoArgs) -> Result<Job, String> {
             "--ranks ({}) must be a positive multiple of --nodes ({nodes})",
             args.ranks
         ));
+    }
+    for (flag, rank) in [
+        ("--crash-rank", args.crash_rank),
+        ("--slow-rank", args.slow_rank),
+    ] {
+        if let Some(r) = rank
+            && r >= args.ranks
+        {
+            return Err(format!(
+                "{flag} {r} is not a rank of this run (ranks 0 to {})",
+                args.ranks - 1
+            ));
+        }
     }
     if let Some(file) = &args.reload_config {
         LensConfig::load(Some(file)).map_err(|e| format!("--reload-config: {e}"))?;
@@ -104,6 +160,10 @@ fn prepare(args: &DemoArgs) -> Result<Job, String> {
                 out.display()
             )
         })?;
+    }
+    // The run's configuration, redacted, for `lens report` to show.
+    if let Ok(config) = super::rank::rank_config(args.config.as_deref(), &out) {
+        let _ = std::fs::write(out.join("config.toml"), config.to_toml());
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the lens binary: {e}"))?;
     // The launcher's span is not exported (the launcher has no telemetry of its own): in a
@@ -185,6 +245,9 @@ fn rank_command(args: &DemoArgs, rank: u32, job: &Job) -> Command {
     }
     if let Some(r) = args.crash_rank {
         cmd.args(["--crash-rank", &r.to_string()]);
+    }
+    if let Some(r) = args.slow_rank {
+        cmd.args(["--slow-rank", &r.to_string()]);
     }
     if let Some(d) = args.duration_s {
         cmd.args(["--duration-s", &d.to_string()]);

@@ -46,6 +46,12 @@ pub struct DemoArgs {
     /// Make this rank abort half-way (to see how the launcher reports a crashed rank).
     #[arg(long)]
     crash_rank: Option<u32>,
+    /// Make this rank's steps take twice as long (a straggler, for the report to flag).
+    #[arg(long)]
+    slow_rank: Option<u32>,
+    /// Do not write the run's report (report.html, trace.json) at the end.
+    #[arg(long)]
+    no_report: bool,
     /// Run each rank for this many seconds instead of `--steps` (a stress run with `--step-ms 0`).
     #[arg(long)]
     duration_s: Option<u64>,
@@ -85,6 +91,8 @@ pub struct RankArgs {
     #[arg(long)]
     crash_rank: Option<u32>,
     #[arg(long)]
+    slow_rank: Option<u32>,
+    #[arg(long)]
     duration_s: Option<u64>,
     #[arg(long)]
     reload_after_s: Option<f64>,
@@ -96,6 +104,9 @@ pub struct RankArgs {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RankSummary {
     pub rank: u32,
+    /// The simulated node the rank ran on (set by the launcher).
+    #[serde(default)]
+    pub node: u32,
     pub exporting: bool,
     pub sampler_keeps: bool,
     /// Spans ended on the rank.
@@ -110,6 +121,9 @@ pub struct RankSummary {
     pub log_records_exported: u64,
     /// Spans, data points and log records dropped.
     pub dropped: u64,
+    /// `dropped` by reason (`queue_full`, `export_failed`, …), reasons with none left out.
+    #[serde(default)]
+    pub dropped_by_reason: std::collections::BTreeMap<String, u64>,
     /// Items written to the exporters' spools (`spool = {…}`) instead of being dropped.
     #[serde(default)]
     pub spooled: u64,

@@ -183,6 +183,17 @@ impl Schedule {
     }
 }
 
+/// The simulated compute of one step: `--step-ms`, twice that on `--slow-rank`.
+fn compute_time(args: &RankArgs) -> Duration {
+    let rank: Option<u32> = std::env::var("RANK").ok().and_then(|r| r.parse().ok());
+    let ms = Duration::from_millis(args.step_ms);
+    if args.slow_rank.is_some() && args.slow_rank == rank {
+        (ms * 2).max(ms + Duration::from_millis(2))
+    } else {
+        ms
+    }
+}
+
 /// Steps between two evaluation samples (a `gen_ai.chat` span holding a prompt and a
 /// completion).
 const EVAL_EVERY: u64 = 5;
@@ -194,7 +205,7 @@ fn step(tracer: &LensTracer, logs: &LogBridge, args: &RankArgs, step: u64) {
     tracer.in_span("step", |cx| {
         let span = cx.span();
         let mut fb = tracer.start("forward_backward");
-        std::thread::sleep(Duration::from_millis(args.step_ms));
+        std::thread::sleep(compute_time(args));
         fb.set_attribute(KeyValue::new("micro_batches", 4));
         fb.end();
         let mut opt = tracer.start("optimizer");
@@ -404,8 +415,26 @@ fn summary(
             .unwrap_or_default()
             .as_micros() as u64
     };
+    let mut dropped_by_reason = std::collections::BTreeMap::new();
+    for e in all() {
+        let reasons = [
+            ("queue_full", e.dropped_queue_full),
+            ("export_failed", e.dropped_export_failed),
+            ("shutdown", e.dropped_shutdown),
+            ("disabled", e.dropped_disabled),
+            ("rejected", e.dropped_rejected),
+            ("processor", e.dropped_processor),
+            ("spool_full", e.dropped_spool_full),
+            ("spool_corrupt", e.dropped_spool_corrupt),
+        ];
+        for (reason, n) in reasons.into_iter().filter(|(_, n)| *n > 0) {
+            *dropped_by_reason.entry(reason.to_string()).or_insert(0) += n;
+        }
+    }
     RankSummary {
         rank: handle.rank().rank,
+        node: 0,
+        dropped_by_reason,
         exporting: handle.is_exporting(),
         sampler_keeps: handle.sampler_keeps(),
         produced: stats.spans_produced,

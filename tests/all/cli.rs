@@ -34,7 +34,9 @@ pub(crate) fn run_dir(out: &Path) -> std::path::PathBuf {
 /// The rank summaries of that run.
 pub(crate) fn summary(out: &Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(run_dir(out).join("summary.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(summary["format"], lens::report::SUMMARY_FORMAT);
+    summary["ranks"].as_array().unwrap().clone()
 }
 
 /// Runs `lens demo` on a config file with `text`; returns its output and the rank summaries.

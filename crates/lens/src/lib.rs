@@ -52,6 +52,7 @@
 //! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install), [`TelemetryHandle`], its reloads and their triggers (watched file, SIGHUP) | `pipeline` and below |
 //! | [`check`] | what `lens check` runs: validation, timings, a conformance suite per exporter interface (feature `testing`) | `wasm`, `encoding`, `testing` |
 //! | [`testing`] | the oracle exporter, the span fixtures, metric collections and log records of every kind (feature `testing`) | `exporter`, `metrics` |
+//! | [`report`] | after the run: `lens report`'s page and Perfetto file from a run folder's JSON-lines and `summary.json` (reads the config to redact it) | `config`, `semconv` |
 //! | `error` | every error type, and [`FaultKind`] (a leaf) | — |
 //! | `bindings` | the host side generated from `wit/` (`lens:exporter@0.4.0`; a leaf) | — |
 //!
@@ -81,6 +82,7 @@ mod metrics;
 pub(crate) mod pipeline;
 pub mod propagation;
 pub mod rank;
+pub mod report;
 pub mod resource;
 pub mod semconv;
 mod signal;
