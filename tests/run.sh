@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README's second command runs it on a fresh machine: installs the
 # test tools (PyPI: the rotel collector, ruff, maturin, pytest; Debian: docker-registry,
-# apache2-utils and openssl for the registry and signature tests), builds the example exporters of
+# apache2-utils and openssl for the registry and signature tests, chromium for the report's
+# browser tests), builds the example exporters of
 # every language with their pinned tools (guest-examples/build.sh), makes the NeMo Lens oracle's
 # venv (tests/all/parity/venv.sh), then runs the Rust tests (one binary, tests/all, and the
 # library's unit and doc tests), the Python package's tests on 3.11 and 3.13 (python/test.sh)
@@ -16,13 +17,13 @@ step() {
 }
 step "test tools (requirements-test.txt)"
 python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
-step "a real OCI registry (Debian's docker-registry, htpasswd from apache2-utils, openssl)"
+step "a real OCI registry (Debian's docker-registry, htpasswd from apache2-utils, openssl) and a real browser (Debian's chromium, headless, for lens report)"
 if ! command -v docker-registry >/dev/null || ! command -v htpasswd >/dev/null ||
-  ! command -v openssl >/dev/null; then
+  ! command -v openssl >/dev/null || ! [ -x /usr/bin/chromium ]; then
   sudo_=""
   [ "$(id -u)" -eq 0 ] || sudo_="sudo"
   $sudo_ apt-get update -q >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -q docker-registry apache2-utils openssl >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -q docker-registry apache2-utils openssl chromium >/dev/null
 fi
 step "example exporters (guest-examples/build.sh)"
 guest-examples/build.sh

@@ -17,6 +17,7 @@
 //! | [`guests`] | the example guests of every language, the guest SDKs, `lens check` |
 //! | [`parity`] | the differential suite against the real NeMo Lens |
 //! | [`cli`], [`config_errors`], [`config_files`], [`docs`] | the `lens` binary, golden config errors, config files read from elsewhere, the README's and docs' code |
+//! | [`report`] | `lens report`'s page in a real browser (headless Chromium) and its Perfetto file |
 //! | [`project`] | `lens new` and `lens build` for every language, outside the repository |
 
 mod cli;
@@ -34,6 +35,7 @@ mod project;
 mod propagation;
 mod registry;
 mod reload;
+mod report;
 mod span_groups;
 mod spool;
 mod strategy;

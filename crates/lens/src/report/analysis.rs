@@ -27,6 +27,9 @@ pub fn is_step(name: &str, attributes: &Map<String, Value>) -> bool {
         || attributes.contains_key(crate::semconv::DL_ITERATION)
 }
 
+/// The node of a rank that no record or summary names.
+pub const UNKNOWN_NODE: &str = "node ?";
+
 /// Milliseconds since the run's first record, to the microsecond.
 pub fn ms(t: u64, t0: u64) -> f64 {
     (t.saturating_sub(t0) as f64 / 1e3).round() / 1e3
@@ -151,7 +154,7 @@ pub fn analyse(run: &mut RunData, threshold: f64) -> Analysis {
                 .and_then(|h| h.node)
                 .map(|n| format!("node {n}"))
                 .or_else(|| data.node.clone())
-                .unwrap_or_else(|| "node ?".into());
+                .unwrap_or_else(|| UNKNOWN_NODE.into());
             let steps: Vec<(u64, u64)> = data
                 .spans
                 .iter()
@@ -234,7 +237,10 @@ pub fn lanes(run: &RunData, a: &Analysis) -> (Vec<Value>, Vec<String>, Vec<Strin
         for r in &a.ranks {
             by_node.entry(node_key(&r.node)).or_default().push(r);
         }
-        let groups: Vec<(String, Vec<&RankView>)> = if by_node.len() <= LANE_BUDGET - single.len() {
+        let known = !by_node.keys().any(|(_, n)| n == UNKNOWN_NODE);
+        let groups: Vec<(String, Vec<&RankView>)> = if known
+            && by_node.len() <= LANE_BUDGET - single.len()
+        {
             notes.push(format!(
                 "{} ranks: one lane per node ({} nodes), each drawing its ranks' steps as one band (earliest start to latest end of each step); flagged ranks keep their own lane",
                 a.ranks.len(),

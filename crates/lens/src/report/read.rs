@@ -420,9 +420,11 @@ fn read_config(run: &mut RunData, path: PathBuf) {
     match crate::LensConfig::from_toml_str(&text, &crate::config::ConfigSource::File(path.clone()))
     {
         Ok(cfg) => run.config = Some(cfg.to_toml()),
-        Err(e) => {
+        // Not the error's text: a TOML error quotes the line, which may hold a secret.
+        Err(_) => {
             run.config_note = Some(format!(
-                "not shown (not a Lens configuration, so its secrets cannot be told apart): {e}"
+                "{shown}: not shown (not a Lens configuration, so its secrets cannot be told \
+                 apart; `lens config validate {shown}` says why)"
             ))
         }
     }

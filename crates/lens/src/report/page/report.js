@@ -11,6 +11,8 @@
     banner.textContent = "The report could not draw everything: " + errors.join("; ");
   }
   window.addEventListener("error", (e) => fail(e.message));
+  const consoleError = console.error.bind(console);
+  console.error = (...args) => { fail(args.join(" ")); consoleError(...args); };
   const started = performance.now();
   const D = JSON.parse(document.getElementById("lens-data").textContent);
   const SVG = "http://www.w3.org/2000/svg";
