@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use lens::report::{Report, ReportOptions};
+use lens::report::ReportOptions;
 
 use crate::EXIT_BAD_INPUT;
 
@@ -40,31 +40,6 @@ pub fn options(args: &ReportArgs) -> ReportOptions {
     options
 }
 
-/// One line saying what a report holds (the demo prints it too).
-pub fn describe(r: &Report) -> String {
-    let list = |v: &[u32]| {
-        if v.is_empty() {
-            "none".to_string()
-        } else {
-            v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-        }
-    };
-    format!(
-        "{} ({:.1} MiB): {} ranks, {} spans; stragglers: {}; crashed: {}{}",
-        r.path.display(),
-        r.bytes as f64 / (1 << 20) as f64,
-        r.ranks,
-        r.spans,
-        list(&r.stragglers),
-        list(&r.crashed),
-        if r.skipped > 0 {
-            format!("; {} line(s) skipped (listed in the report)", r.skipped)
-        } else {
-            String::new()
-        }
-    )
-}
-
 pub fn run(args: ReportArgs) -> ExitCode {
     let options = options(&args);
     let written = if args.perfetto {
@@ -74,7 +49,7 @@ pub fn run(args: ReportArgs) -> ExitCode {
     };
     match written {
         Ok(r) => {
-            println!("{}", describe(&r));
+            println!("{r}");
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -126,6 +126,60 @@ fn refresh_logging() {
     }
 }
 
+/// `lens report`: a run folder drawn as `report.html` (or, `perfetto=True`, its spans as
+/// `trace.json`); returns what it wrote. A missing or empty folder raises `ValueError`.
+#[pyfunction]
+#[pyo3(signature = (run_dir, perfetto=false, config=None, out=None, straggler_threshold=0.1))]
+fn report(
+    py: Python<'_>,
+    run_dir: PathBuf,
+    perfetto: bool,
+    config: Option<PathBuf>,
+    out: Option<PathBuf>,
+    straggler_threshold: f64,
+) -> PyResult<std::collections::HashMap<&'static str, Py<PyAny>>> {
+    let mut options =
+        lens::report::ReportOptions::default().with_straggler_threshold(straggler_threshold);
+    if let Some(c) = config {
+        options = options.with_config(c);
+    }
+    if let Some(o) = out {
+        options = options.with_output(o);
+    }
+    let written = py.detach(|| {
+        if perfetto {
+            lens::report::write_perfetto(&run_dir, &options)
+        } else {
+            lens::report::write_report(&run_dir, &options)
+        }
+    });
+    let r = written.map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    let mut d = std::collections::HashMap::new();
+    d.insert(
+        "summary",
+        r.to_string().into_pyobject(py)?.into_any().unbind(),
+    );
+    d.insert(
+        "path",
+        r.path
+            .display()
+            .to_string()
+            .into_pyobject(py)?
+            .into_any()
+            .unbind(),
+    );
+    d.insert("bytes", r.bytes.into_pyobject(py)?.into_any().unbind());
+    d.insert("ranks", r.ranks.into_pyobject(py)?.into_any().unbind());
+    d.insert("spans", r.spans.into_pyobject(py)?.into_any().unbind());
+    d.insert("skipped", r.skipped.into_pyobject(py)?.into_any().unbind());
+    d.insert(
+        "stragglers",
+        r.stragglers.into_pyobject(py)?.into_any().unbind(),
+    );
+    d.insert("crashed", r.crashed.into_pyobject(py)?.into_any().unbind());
+    Ok(d)
+}
+
 #[pymodule]
 fn _lens(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The host's messages (faults, backoff, the guest's stderr) go to Python's `logging`, under
@@ -141,6 +195,7 @@ fn _lens(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_spans, m)?)?;
     m.add_function(wrap_pyfunction!(_compile_worker, m)?)?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(report, m)?)?;
     use_compile_worker(m.py())?;
     m.add("ExporterLoadError", m.py().get_type::<ExporterLoadError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

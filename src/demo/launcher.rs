@@ -96,7 +96,7 @@ fn write_summary(results: &[RankResult], args: &DemoArgs, job: &Job) {
 fn write_report(job: &Job) {
     let options = lens::report::ReportOptions::default();
     match lens::report::write_report(&job.out, &options) {
-        Ok(r) => println!("report: {}", crate::report_cmd::describe(&r)),
+        Ok(r) => println!("report: {r}"),
         Err(e) => println!("report: not written: {e}"),
     }
     match lens::report::write_perfetto(&job.out, &options) {

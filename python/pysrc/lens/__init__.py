@@ -29,7 +29,8 @@ NeMo Lens as it is::
 - ``ProcessingLogExporter``: sandboxed log processors (``[[logs.processors]]``) before any log
   record exporter;
 - ``from_config(path, name, signal)``: the exporter of a Lens TOML file's wasm entry;
-- ``compile(path)``: components compiled into the cache before ranks start.
+- ``compile(path)``: components compiled into the cache before ranks start;
+- ``report(run_dir)``: a run folder drawn as one HTML page (``perfetto=True``: a Perfetto trace).
 
 Items are read once, under the GIL; the GIL is released while they are encoded and the guest
 runs. The host's messages go to Python's ``logging``, logger ``lens``: a guest's trap is one
@@ -42,7 +43,7 @@ from __future__ import annotations
 from os import PathLike
 from typing import Any
 
-from lens._lens import ExporterLoadError, __version__, compile, refresh_logging
+from lens._lens import ExporterLoadError, __version__, compile, refresh_logging, report
 from lens._logs import ProcessingLogExporter, WasmLogExporter
 from lens._metrics import ProcessingMetricExporter, WasmMetricExporter
 from lens._spans import ProcessingSpanExporter, WasmSpanExporter, WasmSpanProcessor
@@ -60,6 +61,7 @@ __all__ = [
     "compile",
     "from_config",
     "refresh_logging",
+    "report",
 ]
 
 _BY_SIGNAL = {"traces": WasmSpanExporter, "metrics": WasmMetricExporter, "logs": WasmLogExporter}

@@ -3,7 +3,8 @@
 //! - [`read`](read_run): the run folder (JSON-lines of spans, metrics and log records in Lens's
 //!   format or OpenTelemetry-Python's console JSON, `summary.json`, `rank-N.log`, the
 //!   configuration), every line bounded and every unused line counted by reason;
-//! - `analysis`: steps, stragglers, crashes, the timeline's lanes (aggregated past a budget);
+//! - `analysis`: steps, stragglers, crashes; `lanes`: the timeline's lanes (aggregated past a
+//!   budget);
 //! - `sections`: step-time distribution, throughput, exporter health, metric charts, logs;
 //! - `page`: one self-contained HTML file (`report.html`);
 //! - `perfetto`: a Chrome trace-event file (`trace.json`) for ui.perfetto.dev.
@@ -12,6 +13,7 @@
 
 mod analysis;
 mod formats;
+mod lanes;
 mod limits;
 mod model;
 mod page;
@@ -106,6 +108,37 @@ pub struct Report {
     pub skipped: u64,
     pub stragglers: Vec<u32>,
     pub crashed: Vec<u32>,
+}
+
+/// One line saying what a report holds (`lens report` and `lens demo` print it).
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |v: &[u32]| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            }
+        };
+        write!(
+            f,
+            "{} ({:.1} MiB): {} ranks, {} spans; stragglers: {}; crashed: {}",
+            self.path.display(),
+            self.bytes as f64 / (1 << 20) as f64,
+            self.ranks,
+            self.spans,
+            list(&self.stragglers),
+            list(&self.crashed),
+        )?;
+        if self.skipped > 0 {
+            write!(
+                f,
+                "; {} line(s) skipped (listed in the report)",
+                self.skipped
+            )?;
+        }
+        Ok(())
+    }
 }
 
 fn checked(options: &ReportOptions) -> Result<(), ReportError> {

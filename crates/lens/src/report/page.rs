@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use super::analysis::{self, Analysis};
+use super::lanes;
 use super::model::RunData;
 use super::sections;
 
@@ -16,7 +17,7 @@ const SCRIPT: &str = include_str!("page/report.js");
 /// The page's data.
 pub fn data(run: &RunData, a: &Analysis, title: &str) -> Value {
     let mut notes = run.notes.clone();
-    let (lanes, attrs, lane_notes) = analysis::lanes(run, a);
+    let (lanes, attrs, lane_notes) = lanes::lanes(run, a);
     notes.extend(lane_notes);
     let distribution = sections::distribution(a, &mut notes);
     let health = sections::health(run, a, &mut notes);
