@@ -161,3 +161,20 @@ fn a_missing_or_empty_folder_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn ten_thousand_ranks_draw_without_hanging_the_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    synthetic_run(dir.path(), 10_000, 2, None);
+    report(dir.path(), &[]);
+    let dom = load(&dir.path().join("report.html"), "ten-thousand-ranks");
+    let lanes = dom.tags("lane-label");
+    assert!(lanes.len() <= 64, "{} lanes", lanes.len());
+    let covered: usize = lanes
+        .iter()
+        .map(|l| l.attr("data-ranks").unwrap().split(',').count())
+        .sum();
+    assert_eq!(covered, 10_000);
+    // The page's own drawing time, for the record (the figures are in docs/benchmarks.md).
+    eprintln!("drawn in {} ms", dom.body().num("data-drawn-ms"));
+}
