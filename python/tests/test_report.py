@@ -25,9 +25,7 @@ def page_data(page: pathlib.Path) -> dict:
     text = page.read_text()
     found = re.search(r'<script type="application/json" id="lens-data">(.*?)</script>', text, re.S)
     assert found, "no data block"
-    return json.loads(
-        html.unescape(found.group(1)) if "&quot;" in found.group(1) else found.group(1)
-    )
+    return json.loads(found.group(1))
 
 
 def console_rank(out: pathlib.Path, rank: int, steps: int, slow: bool) -> None:
