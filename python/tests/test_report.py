@@ -7,6 +7,7 @@ sending through the sandbox's JSON-lines guest (``lens.WasmSpanExporter``, marke
 from __future__ import annotations
 
 import json
+import logging
 import pathlib
 import re
 import subprocess
@@ -15,6 +16,10 @@ import sys
 import lens
 import pytest
 from conftest import ROOT
+from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
+from opentelemetry.sdk._logs.export import ConsoleLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
@@ -45,9 +50,36 @@ def console_rank(out: pathlib.Path, rank: int, steps: int, slow: bool) -> None:
         provider.shutdown()
 
 
+def console_metrics_and_logs(out: pathlib.Path, rank: int) -> None:
+    """The rank's metrics and log records through the SDK's console exporters, one line each."""
+    resource = Resource.create({"dl.rank": rank})
+    with open(out / f"rank-{rank}.metrics.jsonl", "w") as f:
+        exporter = ConsoleMetricExporter(out=f, formatter=lambda m: m.to_json(indent=None) + "\n")
+        reader = PeriodicExportingMetricReader(exporter, export_interval_millis=3_600_000)
+        meters = MeterProvider(resource=resource, metric_readers=[reader])
+        loss = meters.get_meter("trainer").create_histogram("train.loss")
+        for i in range(3):
+            loss.record(1.0 / (i + 1))
+            reader.collect()
+        meters.shutdown()
+    with open(out / f"rank-{rank}.logs.jsonl", "w") as f:
+        exporter = ConsoleLogRecordExporter(
+            out=f, formatter=lambda r: r.to_json(indent=None) + "\n"
+        )
+        logs = LoggerProvider(resource=resource)
+        logs.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+        handler = logging.getLogger(f"trainer-{rank}")
+        # The SDK's own handler (deprecated in favour of the instrumentation package's, which
+        # this venv does not have): the record is the same.
+        handler.addHandler(LoggingHandler(logger_provider=logs))
+        handler.warning("loss spiked on rank %d", rank)
+        logs.shutdown()
+
+
 def test_a_plain_sdk_run_is_drawn_and_its_straggler_flagged(tmp_path):
     for rank in range(4):
         console_rank(tmp_path, rank, steps=25, slow=rank == 2)
+    console_metrics_and_logs(tmp_path, 1)
     done = subprocess.run(
         [sys.executable, "-m", "lens", "report", str(tmp_path)],
         capture_output=True,
@@ -61,6 +93,11 @@ def test_a_plain_sdk_run_is_drawn_and_its_straggler_flagged(tmp_path):
     assert [lane["steps"] for lane in data["lanes"]] == [25] * 4
     assert data["distribution"]["stragglers"] == [2]
     assert data["skipped"] == []
+    assert [m["name"] for m in data["metrics"]] == ["train.loss"]
+    # The histogram's mean, cumulative: 1, then (1 + 1/2) / 2, then (1 + 1/2 + 1/3) / 3.
+    assert data["metrics"][0]["median"][-1] == pytest.approx(11 / 18)
+    assert data["logs"]["counts"] == {"WARN": 1}
+    assert data["logs"]["rows"][0][1:4] == [1, "WARN", "loss spiked on rank 1"]
     # Each forward pass is drawn under its step.
     assert all({s[2] for s in lane["spans"]} == {0, 1} for lane in data["lanes"])
 
