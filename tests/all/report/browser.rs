@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::load;
+use super::{load, load_with};
 
 /// Steps per rank in the run's own JSON-lines files (what the page must draw).
 fn steps_in_files(run: &std::path::Path) -> BTreeMap<u64, u64> {
@@ -25,20 +25,11 @@ fn steps_in_files(run: &std::path::Path) -> BTreeMap<u64, u64> {
 #[test]
 fn the_demo_report_shows_every_rank_the_straggler_and_the_crash() {
     let out = tempfile::tempdir().unwrap();
+    // 20 ms steps (the slow rank's 40 ms): scheduling noise on a loaded machine stays well
+    // under the 10 % that flags a straggler (2 ms steps let it flag another rank).
     let result = crate::lens()
-        .args([
-            "demo",
-            "--ranks",
-            "8",
-            "--nodes",
-            "2",
-            "--steps",
-            "60",
-            "--slow-rank",
-            "3",
-            "--crash-rank",
-            "5",
-        ])
+        .args(["demo", "--ranks", "8", "--nodes", "2", "--steps", "60"])
+        .args(["--step-ms", "20", "--slow-rank", "3", "--crash-rank", "5"])
         .arg("--out")
         .arg(out.path())
         .output()
@@ -123,5 +114,27 @@ fn the_demo_report_shows_every_rank_the_straggler_and_the_crash() {
     assert!(
         dom.html.contains("service_name = \"lens-demo\""),
         "the config section"
+    );
+
+    // Real events on the drawn page: hovering rank 3's first step shows its name, rank and
+    // attributes; the wheel zooms in around it; the severity filter hides the INFO records.
+    let probed = load_with(&page, "#probe-rank=3", "demo-8-ranks-probed");
+    let body = probed.body();
+    let hover = body.attr("data-probe-hover").unwrap();
+    assert!(
+        hover.starts_with("step  ")
+            && hover.contains("rank 3, at ")
+            && hover.contains("\nstep = 1\n"),
+        "{hover:?}"
+    );
+    let zoom: f64 = body.attr("data-probe-zoom").unwrap().parse().unwrap();
+    assert!(
+        (zoom - 0.8).abs() < 1e-9,
+        "one wheel step shows 80 % of the range: {zoom}"
+    );
+    assert_eq!(
+        body.attr("data-probe-logs").as_deref(),
+        Some("0"),
+        "the demo logs at INFO only"
     );
 }

@@ -28,8 +28,8 @@ fn chromium() -> PathBuf {
     path
 }
 
-/// Headless Chromium on `page` with the flags a closed network needs, a fresh profile each time.
-fn headless(page: &Path, profile: &Path, args: &[&str]) -> std::process::Output {
+/// Headless Chromium on `url` with the flags a closed network needs, a fresh profile each time.
+fn headless(url: &str, profile: &Path, args: &[&str]) -> std::process::Output {
     let out = Command::new(chromium())
         .args([
             "--headless",
@@ -47,7 +47,7 @@ fn headless(page: &Path, profile: &Path, args: &[&str]) -> std::process::Output 
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(args)
-        .arg(format!("file://{}", page.display()))
+        .arg(url)
         .output()
         .expect("chromium starts");
     assert!(
@@ -139,8 +139,14 @@ impl Tag {
 /// Loads `page`: asserts the script drew it with no error and no console message, writes a
 /// screenshot named `shot`, and returns the DOM.
 pub fn load(page: &Path, shot: &str) -> Dom {
+    load_with(page, "", shot)
+}
+
+/// [`load`] with a fragment (`#probe-rank=3`: the page's events probe, see `report.js`).
+pub fn load_with(page: &Path, fragment: &str, shot: &str) -> Dom {
     let profiles = tempfile::tempdir().unwrap();
-    let out = headless(page, &profiles.path().join("dom"), &["--dump-dom"]);
+    let url = format!("file://{}{fragment}", page.display());
+    let out = headless(&url, &profiles.path().join("dom"), &["--dump-dom"]);
     let html = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
@@ -166,7 +172,7 @@ pub fn load(page: &Path, shot: &str) -> Dom {
     std::fs::create_dir_all(&dir).unwrap();
     let png = dir.join(format!("{shot}.png"));
     headless(
-        page,
+        &url,
         &profiles.path().join("shot"),
         &[&format!("--screenshot={}", png.display())],
     );

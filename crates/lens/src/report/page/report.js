@@ -420,6 +420,29 @@
     ["exporter health", health], ["metrics", metrics], ["logs", logs], ["configuration", config], ["skipped", skipped]]) {
     try { f(); } catch (e) { fail(name + ": " + (e && e.message ? e.message : e)); }
   }
+  // `report.html#probe-rank=N` (the browser tests): real events on the drawn page: hover the
+  // middle of rank N's first step, zoom in with the wheel there, filter the logs to WARN; what
+  // each did is left in data-* attributes of the body.
+  const probe = /^#probe-rank=(\d+)$/.exec(location.hash);
+  if (probe) {
+    try {
+      const L = layout.find((l) => l.lane.kind === "rank" && l.lane.rank === Number(probe[1]));
+      const s = L.lane.spans.find((x) => x[5] === 1);
+      const r = canvas.getBoundingClientRect();
+      const at = { clientX: r.left + X(s[0] + s[1] / 2), clientY: r.top + L.y + 3 + Math.min(s[2], MAX_LEVELS - 1) * ROW + 4, bubbles: true };
+      canvas.dispatchEvent(new MouseEvent("mousemove", at));
+      const tip = document.getElementById("tooltip");
+      document.body.dataset.probeHover = tip.hidden ? "" : tip.textContent;
+      const before = view[1] - view[0];
+      canvas.dispatchEvent(new WheelEvent("wheel", Object.assign({ deltaY: -100, cancelable: true }, at)));
+      document.body.dataset.probeZoom = String((view[1] - view[0]) / before);
+      const sel = document.getElementById("severity");
+      sel.value = "WARN";
+      sel.dispatchEvent(new Event("change"));
+      const rows = document.getElementById("log-rows");
+      document.body.dataset.probeLogs = rows ? rows.dataset.shown : "0";
+    } catch (e) { fail("probe: " + e.message); }
+  }
   document.body.dataset.drawnMs = String(Math.round(performance.now() - started));
   document.body.dataset.pageMs = String(Math.round(performance.now()));
   document.body.dataset.state = errors.length ? "failed" : "drawn";
