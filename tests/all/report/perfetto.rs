@@ -65,7 +65,6 @@ fn the_trace_events_hold_every_span_of_the_run_once() {
             ))
             .or_default() += 1;
     }
-    let mut threads: BTreeMap<(u64, u64), Vec<(f64, f64)>> = BTreeMap::new();
     for e in &events {
         let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
         let key = (
@@ -81,26 +80,9 @@ fn the_trace_events_hold_every_span_of_the_run_once() {
         if *n == 0 {
             unmatched.remove(&key);
         }
-        threads
-            .entry((key.0, e["tid"].as_u64().unwrap()))
-            .or_default()
-            .push((ts, ts + dur));
     }
     assert!(unmatched.is_empty());
-    for (thread, mut list) in threads {
-        list.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
-        let mut open: Vec<f64> = Vec::new();
-        for (s, e) in list {
-            while open.last().is_some_and(|&end| end <= s) {
-                open.pop();
-            }
-            assert!(
-                open.last().is_none_or(|&end| e <= end),
-                "{thread:?}: {s}..{e} is not nested"
-            );
-            open.push(e);
-        }
-    }
+    lens::testing::assert_trace_events_nest(events.iter().copied());
     let processes: Vec<&Value> = trace["traceEvents"]
         .as_array()
         .unwrap()

@@ -185,78 +185,59 @@ fn title(run: &model::RunData, dir: &Path) -> String {
     format!("Lens report: {name}")
 }
 
-/// Writes `RUN_DIR/report.html` (or the option's output) from the run folder `dir`.
-pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<Report, ReportError> {
+/// Reads and analyses `dir`, then writes `default_name` in it (or the option's output) with
+/// `render`; what the run holds, for the caller to print.
+fn write_with(
+    dir: &Path,
+    options: &ReportOptions,
+    default_name: &str,
+    render: impl FnOnce(
+        &model::RunData,
+        &analysis::Analysis,
+        &mut std::io::BufWriter<std::fs::File>,
+    ) -> std::io::Result<()>,
+) -> Result<Report, ReportError> {
     checked(options)?;
     let mut run = read_run(dir, options.config.as_deref())?;
     let a = analysis::analyse(&mut run, options.straggler_threshold);
-    let data = page::data(&run, &a, &title(&run, dir));
-    let html = page::render(&data);
     let path = options
         .output
         .clone()
-        .unwrap_or_else(|| dir.join("report.html"));
-    let bytes = write_atomically(&path, |out| {
-        use std::io::Write as _;
-        out.write_all(html.as_bytes())
-    })?;
+        .unwrap_or_else(|| dir.join(default_name));
+    let bytes = write_atomically(&path, |out| render(&run, &a, out))?;
+    let ranks_where = |f: fn(&analysis::RankView) -> bool| {
+        a.ranks.iter().filter(|r| f(r)).map(|r| r.rank).collect()
+    };
     Ok(Report {
         path,
         bytes,
         ranks: a.ranks.len(),
         spans: run.span_count(),
         skipped: run.skipped.total(),
-        stragglers: a
-            .ranks
-            .iter()
-            .filter(|r| r.straggler)
-            .map(|r| r.rank)
-            .collect(),
-        crashed: a
-            .ranks
-            .iter()
-            .filter(|r| r.crashed.is_some())
-            .map(|r| r.rank)
-            .collect(),
+        stragglers: ranks_where(|r| r.straggler),
+        crashed: ranks_where(|r| r.crashed.is_some()),
+    })
+}
+
+/// Writes `RUN_DIR/report.html` (or the option's output) from the run folder `dir`.
+pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<Report, ReportError> {
+    write_with(dir, options, "report.html", |run, a, out| {
+        use std::io::Write as _;
+        let data = page::data(run, a, &title(run, dir));
+        out.write_all(page::render(&data).as_bytes())
     })
 }
 
 /// Writes `RUN_DIR/trace.json` (or the option's output), the run's spans as trace events.
 pub fn write_perfetto(dir: &Path, options: &ReportOptions) -> Result<Report, ReportError> {
-    checked(options)?;
-    let mut run = read_run(dir, options.config.as_deref())?;
-    let a = analysis::analyse(&mut run, options.straggler_threshold);
-    let path = options
-        .output
-        .clone()
-        .unwrap_or_else(|| dir.join("trace.json"));
-    let node_of = |rank: u32| {
-        a.ranks
-            .iter()
-            .find(|r| r.rank == rank)
-            .map(|r| r.node.clone())
-            .unwrap_or_default()
-    };
-    let bytes = write_atomically(&path, |out| {
-        perfetto::write(&run, a.t0, &node_of, out).map(|_| ())
-    })?;
-    Ok(Report {
-        path,
-        bytes,
-        ranks: a.ranks.len(),
-        spans: run.span_count(),
-        skipped: run.skipped.total(),
-        stragglers: a
-            .ranks
-            .iter()
-            .filter(|r| r.straggler)
-            .map(|r| r.rank)
-            .collect(),
-        crashed: a
-            .ranks
-            .iter()
-            .filter(|r| r.crashed.is_some())
-            .map(|r| r.rank)
-            .collect(),
+    write_with(dir, options, "trace.json", |run, a, out| {
+        let node_of = |rank: u32| {
+            a.ranks
+                .iter()
+                .find(|r| r.rank == rank)
+                .map(|r| r.node.clone())
+                .unwrap_or_default()
+        };
+        perfetto::write(run, a.t0, &node_of, out).map(|_| ())
     })
 }

@@ -339,29 +339,6 @@ fn the_perfetto_file_has_every_span_once_nested_per_thread() {
         (first["ts"].as_f64(), first["dur"].as_f64()),
         (Some(0.0), Some(10_000.0))
     );
-    let mut by_thread: std::collections::BTreeMap<(u64, u64), Vec<(f64, f64)>> = Default::default();
-    for e in &spans {
-        by_thread
-            .entry((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()))
-            .or_default()
-            .push((
-                e["ts"].as_f64().unwrap(),
-                e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap(),
-            ));
-    }
-    for (thread, mut list) in by_thread {
-        list.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
-        let mut open: Vec<f64> = Vec::new();
-        for (s, e) in list {
-            while open.last().is_some_and(|&end| end <= s) {
-                open.pop();
-            }
-            assert!(
-                open.last().is_none_or(|&end| e <= end),
-                "{thread:?}: {s}..{e} crosses its enclosing event"
-            );
-            open.push(e);
-        }
-    }
+    crate::testing::assert_trace_events_nest(spans.iter().copied());
     assert!(spans.iter().any(|e| e["name"] == "export" && e["tid"] == 1));
 }

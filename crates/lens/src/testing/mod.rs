@@ -280,3 +280,30 @@ impl SpanExporter for JsonLinesFileExporter {
         result
     }
 }
+
+/// Asserts that the complete events (`ph: "X"`) of a Chrome trace-event list nest by time on
+/// each `(pid, tid)`, as the format requires (`lens report --perfetto`'s tests).
+pub fn assert_trace_events_nest<'a>(events: impl IntoIterator<Item = &'a serde_json::Value>) {
+    let mut threads: std::collections::BTreeMap<(u64, u64), Vec<(f64, f64)>> = Default::default();
+    for e in events.into_iter().filter(|e| e["ph"] == "X") {
+        let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+        threads
+            .entry((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()))
+            .or_default()
+            .push((ts, ts + dur));
+    }
+    for (thread, mut list) in threads {
+        list.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        let mut open: Vec<f64> = Vec::new();
+        for (s, e) in list {
+            while open.last().is_some_and(|&end| end <= s) {
+                open.pop();
+            }
+            assert!(
+                open.last().is_none_or(|&end| e <= end),
+                "{thread:?}: {s}..{e} crosses its enclosing event"
+            );
+            open.push(e);
+        }
+    }
+}
