@@ -158,13 +158,18 @@ fn replay_inner(
     config.export_strategy = "all_ranks".into();
     config.traces_enabled = signal == Signal::Traces;
     config.logs_enabled = signal == Signal::Logs;
-    config.metrics_enabled = false;
+    config.metrics_enabled = signal == Signal::Metrics;
     let handle = Telemetry::builder(config)
         .rank(0)
         .world_size(1)
         .install_global(false)
         .install()
         .map_err(|e| e.to_string())?;
+    if signal == Signal::Metrics {
+        // A metric spool is replayed by a flush (the reader exports nothing when nothing was
+        // recorded); the shutdown after it only releases it.
+        let _ = handle.force_flush(timeout);
+    }
     let _ = handle.shutdown(timeout);
     let stats = handle.stats();
     let e = stats

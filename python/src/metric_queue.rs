@@ -3,13 +3,16 @@
 //! the application's, when it flushes or shuts the meter provider down) does not wait for the
 //! guest. Counted from the moment it is queued: a collection that finds the queue full is
 //! dropped (`dropped_queue_full`), one still queued or in flight when the shutdown gives up is
-//! dropped at shutdown.
+//! dropped at shutdown. With a spool (`spool=`), the export thread sends each collection through
+//! it ([`MetricSpool`]): what the guest cannot take waits on disk, replayed after later
+//! collections, by flushes and the shutdown, or by the next process.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
+use lens::metric_spool::MetricSpool;
 use lens::opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
@@ -39,6 +42,7 @@ pub struct MetricQueue {
     stats: Arc<ExporterStats>,
     /// Run on each collection before the export, in order.
     processors: Vec<Arc<WasmProcessor>>,
+    spool: Option<Arc<MetricSpool>>,
 }
 
 impl MetricQueue {
@@ -49,8 +53,10 @@ impl MetricQueue {
         exporter: Arc<Following<WasmMetricExporter>>,
         stats: Arc<ExporterStats>,
         processors: Vec<Arc<WasmProcessor>>,
+        spool: Option<Arc<MetricSpool>>,
     ) -> Self {
         let (jobs, queued) = bounded::<Job>(QUEUED_COLLECTIONS);
+        let spooled = spool.clone();
         let (done_tx, done) = bounded(1);
         let guest = exporter.clone();
         let (before, counts) = (processors.clone(), stats.clone());
@@ -66,13 +72,25 @@ impl MetricQueue {
                             else {
                                 continue;
                             };
-                            let result = guest.with(|e| e.export_otlp_counted(&request, ticket));
+                            let result = match &spooled {
+                                Some(spool) => {
+                                    futures_executor::block_on(spool.export(request, ticket))
+                                }
+                                None => guest.with(|e| e.export_otlp_counted(&request, ticket)),
+                            };
                             if let Err(e) = result {
                                 log::warn!("{e}");
                             }
                         }
                         Job::Flush(reply, timeout) => {
-                            let _ = reply.send(guest.with(|e| e.force_flush_within(timeout)));
+                            let started = Instant::now();
+                            let delivered = spooled.as_ref().map_or(Ok(()), |spool| {
+                                spool.drain(timeout);
+                                spool.delivered()
+                            });
+                            let left = timeout.saturating_sub(started.elapsed());
+                            let flushed = guest.with(|e| e.force_flush_within(left));
+                            let _ = reply.send(delivered.and(flushed));
                         }
                     }
                 }
@@ -86,6 +104,7 @@ impl MetricQueue {
             exporter,
             stats,
             processors,
+            spool,
         }
     }
 
@@ -121,7 +140,8 @@ impl MetricQueue {
 }
 
 impl Queue for MetricQueue {
-    /// A metric queue has no spool: settling is flushing.
+    /// Settling is flushing: a collection is settled once exported or spooled, and a flush
+    /// replays the spool as well.
     fn settle_within(&self, timeout: Duration) -> OTelSdkResult {
         self.flush_within(timeout)
     }
@@ -151,6 +171,15 @@ impl Queue for MetricQueue {
         {
             let _ = worker.join();
         }
+        // The spool within half of what is left; what stays is the next process's.
+        let mut spooled = Ok(());
+        if let Some(spool) = &self.spool {
+            if drained {
+                spool.drain(timeout.saturating_sub(started.elapsed()) / 2);
+            }
+            spooled = spool.delivered();
+            spool.release();
+        }
         // A guest hung in an export gets the rest of the time to give up (the lanes' shutdown
         // does not wait past it).
         let left = timeout.saturating_sub(started.elapsed());
@@ -160,7 +189,7 @@ impl Queue for MetricQueue {
         let left = timeout.saturating_sub(started.elapsed());
         let shut = self.exporter.with(|e| e.shutdown_with_timeout(left));
         if drained {
-            shut
+            spooled.and(shut)
         } else {
             Err(OTelSdkError::Timeout(timeout))
         }

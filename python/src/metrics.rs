@@ -7,9 +7,10 @@
 //! queue runs the entry's sandboxed processors (`[[metrics.processors]]`) before the export.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use lens::Signal;
+use lens::metric_spool::{MetricSpool, RequestSink};
 use lens::opentelemetry_sdk::Resource;
 use lens::opentelemetry_sdk::metrics::Temporality;
 use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
@@ -23,6 +24,16 @@ use crate::following::Following;
 use crate::handoff::{Core, Mode, core_methods};
 use crate::metric_queue::MetricQueue;
 
+/// The Python SDK's export interval (`OTEL_METRIC_EXPORT_INTERVAL`, 60 s by default): a
+/// spool replays after each collection for half of it (at most 5 s).
+fn metric_interval() -> Duration {
+    std::env::var("OTEL_METRIC_EXPORT_INTERVAL")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .map_or(Duration::from_secs(60), Duration::from_millis)
+}
+
 /// One sandboxed metric exporter, driven by the Python SDK's metric reader.
 #[pyclass(module = "lens._lens", frozen)]
 pub struct MetricCore(Core<WasmMetricExporter, MetricQueue>);
@@ -30,21 +41,28 @@ pub struct MetricCore(Core<WasmMetricExporter, MetricQueue>);
 impl MetricCore {
     fn build(py: Python<'_>, entry: Entry, mode: Mode) -> PyResult<Self> {
         let blocking = !mode.queued();
-        if entry.spec.spool.is_some() {
-            return Err(load_error(format!(
-                "wasm exporter `{}`: a spool keeps spans and log records; metric exporters \
-                 have none yet",
-                entry.name
-            )));
-        }
         let empty = Resource::builder_empty().build();
         let (exporter, stats) = py
             .detach(|| WasmMetricExporter::from_config(&entry.name, &entry.spec, &empty))
             .map_err(load_error)?;
         let processors = processors(py, &entry, blocking)?;
+        let spool = crate::core::spool_of(&entry, mode.queued())?;
         let (name, queue_stats) = (entry.name.clone(), stats.clone());
+        let interval = metric_interval();
         let queue = move |f: Arc<Following<WasmMetricExporter>>| {
-            MetricQueue::new(&name, f, queue_stats, processors)
+            let spool = spool.map(|opened| {
+                let guest = f.clone();
+                let sink = RequestSink::function(Box::new(move |request, items| {
+                    guest.with(|e| e.export_request(request, items))
+                }));
+                Arc::new(MetricSpool::new(
+                    opened,
+                    sink,
+                    queue_stats.clone(),
+                    interval,
+                ))
+            });
+            MetricQueue::new(&name, f, queue_stats, processors, spool)
         };
         Ok(Self(Core::new(
             entry,

@@ -1,13 +1,15 @@
 """The ``spool`` keyword from a Python rank: a vendor (the ``rust-vendor-http`` example, a
 real OTLP/HTTP POST) down for longer than the export timeout costs nothing; its spans wait on
 disk, counted as ``spooled``, and arrive once it is back; a rank shut down during the outage
-leaves them for the next process; a blocking exporter and a metric exporter refuse a spool."""
+leaves them for the next process; metric collections the same way; a blocking exporter refuses
+a spool."""
 
 from __future__ import annotations
 
 import http.server
 import pathlib
 import threading
+import time
 
 import lens
 import pytest
@@ -138,10 +140,63 @@ def test_a_rank_shut_down_in_the_outage_leaves_its_spans_to_the_next_process(ven
     assert stats["in_spool"] == 0, stats
 
 
-def test_a_spool_needs_a_queue_and_a_span_or_log_exporter(vendor, tmp_path):
+def test_a_spool_needs_a_queue(vendor, tmp_path):
     with pytest.raises(lens.ExporterLoadError, match='mode="blocking" has no queue'):
         _exporter(vendor, tmp_path / "s", mode="blocking")
-    with pytest.raises(lens.ExporterLoadError, match="metric exporters have none yet"):
-        lens.WasmMetricExporter(VENDOR, spool=tmp_path / "m")
     with pytest.raises(lens.ExporterLoadError, match="max_mib"):
         lens.WasmSpanExporter(VENDOR, spool={"dir": tmp_path / "z", "max_mib": 0})
+
+
+def _points(body: bytes) -> int:
+    """Data points in one ``ExportMetricsServiceRequest``."""
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceRequest,
+    )
+
+    request = ExportMetricsServiceRequest.FromString(body)
+    n = 0
+    for rm in request.resource_metrics:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                kind = m.WhichOneof("data")
+                n += len(getattr(m, kind).data_points)
+    return n
+
+
+def test_metric_collections_of_an_outage_wait_on_disk_and_arrive_once_the_vendor_is_back(
+    vendor, tmp_path
+):
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    authority = f"127.0.0.1:{vendor.server_port}"
+    exporter = lens.WasmMetricExporter(
+        VENDOR,
+        name="vendor",
+        settings={"endpoint": f"http://{authority}/v1/metrics", "timeout_ms": "500"},
+        allowed_hosts=[authority],
+        export_timeout_ms=1000,
+        spool={"dir": tmp_path / "spool", "max_mib": 16},
+    )
+    provider = MeterProvider(
+        metric_readers=[PeriodicExportingMetricReader(exporter, export_interval_millis=100)]
+    )
+    steps = provider.get_meter("trainer").create_counter("train.steps")
+    vendor.down.set()
+    for _ in range(60):
+        steps.add(1, {"phase": "train"})
+        time.sleep(0.01)
+    # Not delivered while some waits on disk: the flush says so.
+    assert provider.force_flush(timeout_millis=2000) is False
+    stats = exporter.stats()
+    assert stats["spooled"] > 0 and stats["exported"] == 0, stats
+    vendor.down.clear()
+    for _ in range(30):
+        steps.add(1, {"phase": "train"})
+        time.sleep(0.01)
+    provider.shutdown()
+    stats = exporter.stats()
+    assert (stats["in_spool"], stats["dropped"]) == (0, 0), stats
+    assert stats["replayed"] == stats["spooled"], stats
+    assert stats["exported"] == stats["received"] + stats["spool_found"], stats
+    assert sum(_points(b) for b in vendor.accepted) == stats["exported"], stats

@@ -48,7 +48,7 @@
 //! | `metrics` | the in-memory metric reader, [`data_points`] | `encoding` |
 //! | [`exporter`] | the native exporters of spans, metrics and log records: OTLP, console, none | `config`, `encoding` |
 //! | [`wasm`] | the sandbox host, one folder per stage a component goes through: source (read), checks (header, digest, structure), artefact (engine, compiler, cache), sandbox (link, grants, HTTP, output, instances), lanes (backoff, retries), reload, then the roles: the span, metric and log exporters, processors of every signal and their edits | `config`, `batch`, `trace`, `logs`, `encoding`, `bindings` |
-//! | `pipeline` | assembly: config entries become batch processors and readers (metric exporters counted per data point, the metric processors before them); a reload's plan, entry by entry | `exporter`, `wasm`, `trace`, `logs` |
+//! | `pipeline` | assembly: config entries become batch processors and readers (metric exporters counted per data point, the metric processors before them, a metric entry's spool as [`metric_spool`]); a reload's plan, entry by entry | `exporter`, `wasm`, `trace`, `logs`, `spool` |
 //! | `telemetry` | [`TelemetryBuilder`] (decide, assemble, install), [`TelemetryHandle`], its reloads and their triggers (watched file, SIGHUP) | `pipeline` and below |
 //! | [`check`] | what `lens check` runs: validation, timings, a conformance suite per exporter interface (feature `testing`) | `wasm`, `encoding`, `testing` |
 //! | [`testing`] | the oracle exporter, the span fixtures, metric collections and log records of every kind (feature `testing`) | `exporter`, `metrics` |
@@ -102,6 +102,7 @@ pub use error::{
     WasmSetupError,
 };
 pub use metrics::{InMemoryMetricReader, data_points};
+pub use pipeline::metric_spool;
 pub use pipeline::reload::ReloadReport;
 pub use rank::RankInfo;
 pub use signal::{Signal, WIT_VERSION};

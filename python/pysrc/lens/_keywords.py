@@ -45,7 +45,7 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
     - ``forward_stdio``: the guest's stdout/stderr to this process's logging (default ``True``,
       as in the TOML);
     - ``name``: the name in messages and statistics (default: the file's stem);
-    - ``spool`` (spans and logs, queued modes): keep what the exporter cannot take now on disk
+    - ``spool`` (every signal, queued modes): keep what the exporter cannot take now on disk
       and send it when it is back, here or in the next process: ``{"dir": "/scratch/spool",
       "max_mib": 1024, "when_full": "drop_oldest"}`` (or a directory as a ``str``; ``dir``
       takes ``{service}``, ``{rank}``, ``{exporter}``, default under ``~/.cache/lens/spool``

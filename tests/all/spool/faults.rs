@@ -1,7 +1,7 @@
-//! A spool's faults in a real rank process (`lens demo`): a disk that takes no more (each file
-//! capped by `RLIMIT_FSIZE`, writes past it failing as on a full disk) costs counted drops and
-//! the rank trains on; a rank killed (`SIGKILL`) while it writes leaves a spool whose every
-//! record reads back whole.
+//! A spool's faults in a real rank process (`lens demo`): a disk that fills up (a 64 KiB
+//! tmpfs mounted over the spool in a mount namespace of the rank's own, writes past it failing
+//! with `ENOSPC`) costs counted drops and the rank trains on; a rank killed (`SIGKILL`) while it
+//! writes leaves a spool whose every record reads back whole.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -34,15 +34,19 @@ fn config(dir: &Path, spool: &Path) -> std::path::PathBuf {
 fn a_full_disk_costs_counted_drops_and_the_rank_trains_on() {
     let dir = tempfile::tempdir().unwrap();
     let spool = dir.path().join("spool");
+    std::fs::create_dir(&spool).unwrap();
     let cfg = config(dir.path(), &spool);
     let out = dir.path().join("o");
-    // Files of 32 KiB at most; SIGXFSZ ignored, so that a write past it fails (EFBIG) as a
-    // write to a full disk fails (ENOSPC), instead of killing the process.
-    let result = std::process::Command::new("bash")
-        .arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 32; exec \"$0\" \"$@\"")
+    // A small real file system over the spool, in a user and mount namespace of the rank's own
+    // (`unshare`, util-linux): nothing to unmount afterwards, no root needed where
+    // unprivileged user namespaces are allowed.
+    let result = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c"])
+        .arg("mount -t tmpfs -o size=64k lens-spool-test \"$1\" && shift && exec \"$@\"")
+        .arg("sh")
+        .arg(&spool)
         .arg(env!("CARGO_BIN_EXE_lens"))
-        .args(["demo", "--ranks", "1", "--steps", "400", "--step-ms", "0"])
+        .args(["demo", "--ranks", "1", "--steps", "2000", "--step-ms", "0"])
         .arg("--config")
         .arg(&cfg)
         .arg("--out")
@@ -66,8 +70,9 @@ fn a_full_disk_costs_counted_drops_and_the_rank_trains_on() {
     assert!(n("spooled") > 0 && n("dropped") > 0, "{r}");
     let log = std::fs::read_to_string(run.join("rank-0.log")).unwrap();
     assert!(
-        log.contains("File too large"),
-        "the failing write is named: {log}"
+        log.contains("No space left on device") && log.contains(&spool.display().to_string()),
+        "the failing write is named: {log}\n{}",
+        String::from_utf8_lossy(&result.stderr)
     );
 }
 

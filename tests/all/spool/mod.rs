@@ -2,6 +2,7 @@
 //! collector, and `lens spool status|replay` on what a job left.
 
 mod faults;
+mod metrics;
 mod outage;
 mod replay;
 mod status;

@@ -234,3 +234,48 @@ fn log_records_spooled_in_an_outage_reach_the_collector_from_the_next_process_wi
         assert!(out.contains(&expected), "{expected} not in:\n{out}");
     }
 }
+
+#[test]
+fn an_entry_rebuilt_by_a_reload_during_an_outage_keeps_its_spool_and_sends_each_span_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let mut collector = Collector::start_quiet();
+    collector.kill();
+    let handle = install(&collector, OtlpProtocol::HttpProtobuf, Some(&spool));
+    send(&handle, 0, 1_000, |_| {});
+    // New batch settings rebuild the entry: the new processor takes the running one's spool
+    // on (its lock is held until the swap) instead of failing to open it.
+    let spec = OtlpExporterSpec {
+        timeout_ms: Some(1_000),
+        spool: Some(spool_in(&spool)),
+        ..otlp_spec(
+            OtlpProtocol::HttpProtobuf,
+            collector.endpoint(OtlpProtocol::HttpProtobuf, lens::Signal::Traces),
+        )
+    };
+    let mut changed = traces_to(spec);
+    changed.batch.scheduled_delay_ms = 100;
+    changed.batch.max_queue_size = 1_024;
+    changed.batch.max_export_batch_size = 32;
+    let report = handle.reload_exporters(&changed).unwrap();
+    assert_eq!(report.replaced.len(), 1, "{report:?}");
+    send(&handle, 1_000, 500, |_| {});
+    collector.restart();
+    handle.shutdown(T).unwrap();
+    let s = handle.stats().exporters[0].clone();
+    assert_eq!(
+        (s.received, s.exported, s.dropped(), s.in_spool),
+        (1_500, 1_500, 0, 0),
+        "{s:?}"
+    );
+    assert!(s.spooled > 0 && s.replayed == s.spooled, "{s:?}");
+    let out = collector.wait_for("every span", |o| Collector::spans_counted(o) >= 1_500);
+    assert_eq!(Collector::spans_counted(&out), 1_500, "each span once");
+    // Released at the end: another process may open it.
+    lens::spool::Spool::open(
+        &spool,
+        lens::Signal::Traces,
+        lens::spool::SpoolLimits::new(1 << 20, lens::spool::WhenFull::DropOldest),
+    )
+    .unwrap();
+}

@@ -92,3 +92,58 @@ fn a_spool_left_by_a_job_is_sent_by_lens_spool_replay_once_the_collector_is_back
     assert_eq!(code, 0, "{said}");
     assert!(said.contains("0 items replayed, 0 still spooled"), "{said}");
 }
+
+#[test]
+fn a_metric_spool_left_by_a_job_is_sent_by_lens_spool_replay() {
+    use lens::config::{ExporterSpec, SignalConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    let mut collector = Collector::start_quiet();
+    let endpoint = collector.endpoint(OtlpProtocol::HttpProtobuf, lens::Signal::Metrics);
+    collector.kill();
+    let spec = OtlpExporterSpec {
+        name: Some("acme".into()),
+        timeout_ms: Some(300),
+        spool: Some(spool_in(&spool)),
+        ..otlp_spec(OtlpProtocol::HttpProtobuf, endpoint.clone())
+    };
+    let config = lens::LensConfig {
+        traces_enabled: false,
+        metrics_enabled: true,
+        metric_export_interval_ms: 100,
+        exporter: "none".into(),
+        metrics: SignalConfig {
+            exporters: vec![ExporterSpec::Otlp(spec)],
+            processors: Vec::new(),
+        },
+        ..lens_test_support::pipeline::exporting()
+    };
+    let job = Telemetry::builder(config).rank(0).world_size(1).local();
+    let steps = job.meter("trainer").u64_counter("train.steps").build();
+    for _ in 0..50 {
+        steps.add(1, &[]);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = job.shutdown(Duration::from_secs(2));
+    let left = job.stats().metric_exporters[0].in_spool;
+    assert!(left > 0, "{:?}", job.stats().metric_exporters[0]);
+    drop(job);
+
+    let file = dir.path().join("lens.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "enabled = true\n\n[[metrics.exporters]]\nkind = \"otlp\"\nname = \"acme\"\n\
+             protocol = \"http/protobuf\"\nendpoint = \"{endpoint}\"\ntimeout_ms = 300\n\
+             spool = {{ dir = \"somewhere/else\" }}\n"
+        ),
+    )
+    .unwrap();
+    collector.restart();
+    let (code, said) = replay(&spool, &file);
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains(&format!("{left} data points replayed, 0 still spooled")),
+        "{said}"
+    );
+}

@@ -75,7 +75,13 @@ impl Default for Answer {
 impl IngestServer {
     /// A server on a free loopback port answering as `answer` says.
     pub fn start(answer: Answer) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        Self::start_on(0, answer)
+    }
+
+    /// [`start`](Self::start) on `port` (0: a free one), e.g. a vendor coming back on the port
+    /// its exporter was configured with.
+    pub fn start_on(port: u16, answer: Answer) -> Self {
+        let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
         let received = Arc::new(Mutex::new(Vec::new()));

@@ -33,8 +33,9 @@ use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 
 use crate::config::BatchConfig;
 use crate::signal::Signal;
+#[cfg(test)]
 use crate::spool::{Opened, Spool};
-use spooling::Spooling;
+pub(crate) use spooling::Spooling;
 pub use stats::{
     DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats, Processed,
     ProcessorCounts,
@@ -123,7 +124,7 @@ struct Shared<T> {
     in_flight: Mutex<InFlight>,
     items_rx: Receiver<T>,
     /// The exporter's spool, if its entry has one.
-    spooling: Option<Spooling>,
+    spooling: Option<Arc<Spooling>>,
     /// Set at shutdown: the spiller stops.
     stopping: AtomicBool,
 }
@@ -166,6 +167,38 @@ impl<T> Shared<T> {
         if state.abandoned {
             return false;
         }
+        self.resolve_locked(&mut state, n, processed, outcome, elapsed);
+        true
+    }
+
+    /// Spools `record` (`items` of the chunk of `n`) and accounts for the chunk at once, unless
+    /// shutdown gave up on it meanwhile (it counted them, so they are not spooled too); `None`
+    /// then, else whether the spool took them.
+    fn spool_resolved(
+        &self,
+        spooling: &Spooling,
+        (items, record): (u64, &[u8]),
+        n: u64,
+        processed: &Processed,
+        elapsed: Duration,
+    ) -> Option<bool> {
+        let mut state = self.lock();
+        if state.abandoned {
+            return None;
+        }
+        let spooled = spooling.append(&self.stats, items, record);
+        self.resolve_locked(&mut state, n, processed, Outcome::Spooled, elapsed);
+        Some(spooled)
+    }
+
+    fn resolve_locked(
+        &self,
+        state: &mut InFlight,
+        n: u64,
+        processed: &Processed,
+        outcome: Outcome,
+        elapsed: Duration,
+    ) {
         self.stats.record_processed(processed);
         let exported = n - processed.dropped();
         if exported > 0 {
@@ -177,7 +210,6 @@ impl<T> Shared<T> {
             }
         }
         state.items -= n;
-        true
     }
 
     /// Gives up on everything held or queued: counted as dropped at shutdown.
@@ -256,6 +288,7 @@ impl<T: Send + 'static> BatchQueue<T> {
 
     /// [`new`](Self::new), batches the exporter cannot take going to `spool` (opened, with
     /// what it found) instead of being dropped.
+    #[cfg(test)]
     pub(crate) fn with_spool<E>(
         exporter: E,
         config: BatchConfig,
@@ -266,11 +299,26 @@ impl<T: Send + 'static> BatchQueue<T> {
     where
         E: BatchExport<Item = T>,
     {
+        let spooling = spool.map(|(spool, opened)| Arc::new(Spooling::new(spool, opened, &stats)));
+        Self::with_spooling(exporter, config, stats, signal, spooling)
+    }
+
+    /// [`with_spool`](Self::with_spool) on a spool already open (one another queue of this
+    /// exporter used: see [`Spooling::adopt`]).
+    pub(crate) fn with_spooling<E>(
+        exporter: E,
+        config: BatchConfig,
+        stats: Arc<ExporterStats>,
+        signal: Signal,
+        spooling: Option<Arc<Spooling>>,
+    ) -> Self
+    where
+        E: BatchExport<Item = T>,
+    {
         let capacity = config.max_queue_size.max(1);
         let (items_tx, items_rx) = bounded(capacity);
         let (wake_tx, wake_rx) = bounded(1);
         let (control_tx, control_rx) = bounded(16);
-        let spooling = spool.map(|(spool, opened)| Spooling::new(spool, opened, &stats));
         let shared = Arc::new(Shared {
             stats,
             noun: signal.items(),
@@ -330,6 +378,11 @@ impl<T: Send + 'static> BatchQueue<T> {
     /// The live statistics of this queue's exporter.
     pub(crate) fn stats(&self) -> &Arc<ExporterStats> {
         &self.shared.stats
+    }
+
+    /// Its spool, if it has one.
+    pub(crate) fn spooling(&self) -> Option<&Arc<Spooling>> {
+        self.shared.spooling.as_ref()
     }
 
     /// Queues `item` without waiting; counted as dropped when the queue is full or shut down.
@@ -413,9 +466,14 @@ impl<T: Send + 'static> BatchQueue<T> {
                 result
             }
             None => {
-                // The worker is stuck (a slow or hung exporter): count what it holds and leave it.
+                // The worker is stuck (a slow or hung exporter): count what it holds and leave it,
+                // giving its spool up (what it spools later is refused, already counted), so
+                // that a new installation in this process or another one can open it.
                 self.shared.stopping.store(true, Ordering::SeqCst);
                 self.shared.abandon();
+                if let Some(spooling) = &self.shared.spooling {
+                    spooling.release();
+                }
                 log::warn!(
                     "exporter `{}`: shutdown timed out after {timeout:?}; queued and in-flight {} counted as dropped",
                     self.shared.stats.name(),
@@ -577,7 +635,7 @@ impl<E: BatchExport> Worker<E> {
 
     /// At shutdown: says what stays in the spool for the next process.
     fn report_spooled(&self) {
-        if let Some(spooling) = &self.shared.spooling {
+        if let Some(spooling) = self.shared.spooling.as_ref().filter(|s| !s.is_shared()) {
             let left = spooling.held();
             if left > 0 {
                 log::warn!(
@@ -722,10 +780,16 @@ fn spool_or_export<E: BatchExport>(
 ) -> Option<OTelSdkResult> {
     let items = chunk.len() as u64;
     if spooling.is_down() {
-        spooling.append(&shared.stats, items, &exporter.encode(&chunk));
+        let record = exporter.encode(&chunk);
         return shared
-            .resolve(n as u64, &processed, Outcome::Spooled, Duration::ZERO)
-            .then_some(Ok(()));
+            .spool_resolved(
+                spooling,
+                (items, &record),
+                n as u64,
+                &processed,
+                Duration::ZERO,
+            )
+            .map(|_| Ok(()));
     }
     let record = exporter.encode(&chunk);
     let errors_at = shared.stats.errors_recorded();
@@ -739,7 +803,8 @@ fn spool_or_export<E: BatchExport>(
             .then_some(Ok(())),
         Err(e) => {
             shared.stats.record_failure(&e, errors_at);
-            let spooled = spooling.append(&shared.stats, items, &record);
+            let spooled =
+                shared.spool_resolved(spooling, (items, &record), n as u64, &processed, elapsed)?;
             log::warn!(
                 "exporter `{}`: export of {items} {} failed ({e}){}",
                 shared.stats.name(),
@@ -750,9 +815,7 @@ fn spool_or_export<E: BatchExport>(
                     "; the spool has no room: dropped"
                 }
             );
-            shared
-                .resolve(n as u64, &processed, Outcome::Spooled, elapsed)
-                .then_some(Ok(()))
+            Some(Ok(()))
         }
     }
 }

@@ -188,3 +188,33 @@ fn a_damaged_record_is_skipped_and_counted_and_the_rest_replayed() {
     );
     balanced(&s);
 }
+
+#[test]
+fn a_shutdown_that_times_out_on_a_hung_export_gives_the_spool_up_and_counts_each_item_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // Down, and the first export hangs past the shutdown's timeout, then fails.
+    let exporter = Switch::default();
+    exporter.hang_ms.store(1_500, Ordering::SeqCst);
+    let q = queue(&exporter, dir.path(), config(2048, 16));
+    (0..40).for_each(|i| q.push(i));
+    std::thread::sleep(Duration::from_millis(100)); // the worker is inside the export
+    let err = q.shutdown_with_timeout(Duration::from_millis(300));
+    assert!(matches!(err, Err(OTelSdkError::Timeout(_))), "{err:?}");
+    // Released: a new installation (here, or in another process) opens it at once.
+    let limits = SpoolLimits::new(1 << 20, WhenFull::DropOldest);
+    let (reopened, _) = Spool::open(dir.path(), Signal::Traces, limits).unwrap();
+    // The hung export fails after the shutdown counted its items: they are not spooled too,
+    // and nothing is written to the spool that another holder owns now.
+    std::thread::sleep(Duration::from_millis(1_800));
+    let s = q.stats().snapshot();
+    assert_eq!((s.received, s.exported), (40, 0), "{s:?}");
+    // The spiller may have taken the queued ones to disk beside the hung export.
+    assert_eq!(s.dropped_shutdown + s.spooled, 40, "{s:?}");
+    assert_eq!(s.dropped(), s.dropped_shutdown, "{s:?}");
+    assert_eq!(s.in_spool, s.spooled, "{s:?}");
+    assert_eq!(
+        reopened.status().items,
+        s.spooled,
+        "the spool holds what the stats say, nothing more"
+    );
+}

@@ -18,14 +18,14 @@
 //! A batch is spooled as the exporter would receive it: after the processors, so a processor
 //! that removes secrets runs before anything reaches the disk.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use opentelemetry_sdk::error::OTelSdkError;
 
 use super::{BatchExport, DropReason, ExporterStats};
-use crate::spool::{Appended, Opened, Spool};
+use crate::spool::{Appended, Opened, Replay, Spool};
 
 /// The first wait before an exporter that failed is tried again, and its cap.
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -39,12 +39,19 @@ struct Health {
     backoff: Duration,
 }
 
-/// An open spool and the state around it, shared by the worker and the spiller.
+/// An open spool and the state around it, shared by the worker and the spiller, and by two
+/// queues of one exporter while a reload replaces one with the other (the new one adopts the
+/// spool instead of opening it again: the running one holds its lock).
 pub(crate) struct Spooling {
     spool: Mutex<Spool>,
     health: Mutex<Health>,
     /// The worker is inside an export call: the spiller may take batches from the queue.
     exporting: AtomicBool,
+    /// The queues using it: the last one to shut down releases it.
+    holders: AtomicUsize,
+    /// Held while a record is taken, exported and acknowledged: one replayer at a time, so
+    /// that no record is sent twice by this process.
+    turn: Mutex<()>,
 }
 
 impl Spooling {
@@ -69,7 +76,25 @@ impl Spooling {
             spool: Mutex::new(spool),
             health: Mutex::default(),
             exporting: AtomicBool::new(false),
+            holders: AtomicUsize::new(1),
+            turn: Mutex::new(()),
         }
+    }
+
+    /// Another queue of the same exporter takes the spool on (a reload rebuilding it).
+    pub(crate) fn adopt(self: &Arc<Self>) -> Arc<Self> {
+        self.holders.fetch_add(1, Ordering::SeqCst);
+        self.clone()
+    }
+
+    /// Bounds it by `limits` from now on.
+    pub(crate) fn set_limits(&self, limits: crate::spool::SpoolLimits) {
+        self.spool().set_limits(limits);
+    }
+
+    /// Whether another queue uses it too (what stays in it is theirs to send).
+    pub(crate) fn is_shared(&self) -> bool {
+        self.holders.load(Ordering::SeqCst) > 1
     }
 
     fn spool(&self) -> std::sync::MutexGuard<'_, Spool> {
@@ -103,11 +128,11 @@ impl Spooling {
         self.health().retry_at.is_some()
     }
 
-    fn mark_up(&self) {
+    pub(crate) fn mark_up(&self) {
         *self.health() = Health::default();
     }
 
-    fn mark_down(&self) {
+    pub(crate) fn mark_down(&self) {
         let mut h = self.health();
         h.backoff = if h.backoff.is_zero() {
             FIRST_BACKOFF
@@ -122,6 +147,11 @@ impl Spooling {
     /// dropped too. Returns whether it was spooled.
     pub(crate) fn append(&self, stats: &ExporterStats, items: u64, payload: &[u8]) -> bool {
         let mut spool = self.spool();
+        if spool.is_released() {
+            // A shutdown that timed out gave the spool up and counted these items as dropped
+            // at shutdown already: another process may hold it now.
+            return false;
+        }
         match spool.append(items, payload) {
             Ok(Appended::Spooled { evicted }) => {
                 stats.record_dropped(DropReason::SpoolFull, evicted);
@@ -168,60 +198,104 @@ impl Spooling {
         patient: bool,
         more: impl Fn() -> bool,
     ) -> u64 {
-        if patient && self.health().retry_at.is_some_and(|at| Instant::now() < at) {
+        if patient && !self.retry_due() {
             return self.held();
         }
+        let _turn = self.turn.lock().unwrap_or_else(|p| p.into_inner());
         while Instant::now() < deadline && more() {
-            let record = match self.spool().oldest() {
-                Ok(Some(record)) => record,
-                Ok(None) => break,
-                Err(e) => {
-                    log::warn!("exporter `{}`: cannot read its spool: {e}", stats.name());
-                    self.mark_down();
-                    break;
-                }
-            };
-            let acked = |spool: &mut Spool| {
-                if let Err(e) = spool.ack(&record) {
-                    log::warn!("exporter `{}`: {e}", stats.name());
-                }
+            let Some(record) = self.next_record(stats) else {
+                break;
             };
             match exporter.decode(&record.payload) {
-                Err(e) => {
-                    let mut spool = self.spool();
-                    log::warn!(
-                        "exporter `{}`: a record of spool {} is not readable ({e}): its {} \
-                         item(s) are skipped",
-                        stats.name(),
-                        spool.dir().display(),
-                        record.items
-                    );
-                    acked(&mut spool);
-                    stats.record_dropped(DropReason::SpoolCorrupt, record.items);
-                    stats.record_spool_held(spool.status().items);
-                }
+                Err(e) => self.skip(stats, &record, &e),
                 Ok(batch) => {
-                    if let Err(e) = self.exporting(|| super::export_caught(exporter, batch)) {
-                        log::warn!(
-                            "exporter `{}`: replaying its spool failed ({e}); tried again later",
-                            stats.name()
-                        );
-                        self.mark_down();
+                    let result = self.exporting(|| super::export_caught(exporter, batch));
+                    if !self.replayed(stats, &record, result) {
                         break;
                     }
-                    self.mark_up();
-                    let mut spool = self.spool();
-                    acked(&mut spool);
-                    stats.record_replayed(record.items, spool.status().items);
                 }
             }
         }
         self.held()
     }
 
-    /// Gives the spool up (the exporter shut down).
+    /// Whether an exporter that is down may be tried again now (always, when it is up).
+    pub(crate) fn retry_due(&self) -> bool {
+        self.health().retry_at.is_none_or(|at| Instant::now() >= at)
+    }
+
+    /// The oldest record not yet replayed; `None` when there is none, the spool was released,
+    /// or it cannot be read (the exporter is then treated as down, to try again later).
+    pub(crate) fn next_record(&self, stats: &ExporterStats) -> Option<Replay> {
+        let mut spool = self.spool();
+        if spool.is_released() {
+            return None;
+        }
+        match spool.oldest() {
+            Ok(record) => record,
+            Err(e) => {
+                drop(spool);
+                log::warn!("exporter `{}`: cannot read its spool: {e}", stats.name());
+                self.mark_down();
+                None
+            }
+        }
+    }
+
+    /// `record` cannot be read back (`why`): skipped, its items counted as dropped (damaged).
+    pub(crate) fn skip(&self, stats: &ExporterStats, record: &Replay, why: &str) {
+        let mut spool = self.spool();
+        log::warn!(
+            "exporter `{}`: a record of spool {} is not readable ({why}): its {} item(s) are \
+             skipped",
+            stats.name(),
+            spool.dir().display(),
+            record.items
+        );
+        Self::ack(&mut spool, stats, record);
+        stats.record_dropped(DropReason::SpoolCorrupt, record.items);
+        stats.record_spool_held(spool.status().items);
+    }
+
+    /// The export of `record` ended with `result`: a success acknowledges it and counts its
+    /// items as replayed (the exporter is up); a failure leaves it spooled and marks the
+    /// exporter down. Returns whether it was delivered.
+    pub(crate) fn replayed(
+        &self,
+        stats: &ExporterStats,
+        record: &Replay,
+        result: Result<(), OTelSdkError>,
+    ) -> bool {
+        if let Err(e) = result {
+            log::warn!(
+                "exporter `{}`: replaying its spool failed ({e}); tried again later",
+                stats.name()
+            );
+            self.mark_down();
+            return false;
+        }
+        self.mark_up();
+        let mut spool = self.spool();
+        Self::ack(&mut spool, stats, record);
+        stats.record_replayed(record.items, spool.status().items);
+        true
+    }
+
+    fn ack(spool: &mut Spool, stats: &ExporterStats, record: &Replay) {
+        if spool.is_released() {
+            // Given up meanwhile (another process may hold it): sent again from there.
+            return;
+        }
+        if let Err(e) = spool.ack(record) {
+            log::warn!("exporter `{}`: {e}", stats.name());
+        }
+    }
+
+    /// One queue gives the spool up (it shut down); the last one releases it (its lock).
     pub(crate) fn release(&self) {
-        self.spool().release();
+        if self.holders.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.spool().release();
+        }
     }
 
     /// Where the spool is, for messages.

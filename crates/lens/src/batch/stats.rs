@@ -358,6 +358,20 @@ impl ExporterStats {
         }
     }
 
+    /// The export goes to the spool instead (it failed with `failure`, or the exporter is
+    /// down): whether its items are still to be counted (by the spool: spooled, or dropped for
+    /// want of room), which they are not once the shutdown counted them.
+    pub(crate) fn end_direct_spooled(
+        &self,
+        export: DirectExport,
+        failure: Option<&OTelSdkError>,
+    ) -> bool {
+        if let Some(e) = failure {
+            self.record_failure(e, export.errors_at);
+        }
+        self.finish_direct(&export)
+    }
+
     /// Whether `export` was still running (the shutdown had not counted it); it no longer is.
     fn finish_direct(&self, export: &DirectExport) -> bool {
         self.direct

@@ -122,8 +122,8 @@ pub struct OtlpExporterSpec {
     pub timeout_ms: Option<u64>,
     /// Batch settings of this exporter. Example: `batch = { max_export_batch_size = 1024 }`.
     pub batch: BatchOverrides,
-    /// Keep what the collector cannot take now on disk and send it when it is back (spans and
-    /// log records; `docs/spool.md`). Default: none. Example: `spool = { max_mib = 2048 }`.
+    /// Keep what the collector cannot take now on disk and send it when it is back (spans,
+    /// metric collections and log records; `docs/spool.md`). Default: none. Example: `spool = { max_mib = 2048 }`.
     pub spool: Option<SpoolSpec>,
 }
 
@@ -325,8 +325,8 @@ pub struct WasmExporterSpec {
     pub on_setup_failure: Option<SetupFailurePolicy>,
     /// Batch settings of this exporter.
     pub batch: BatchOverrides,
-    /// Keep what the exporter cannot take now on disk and send it when it is back (spans and
-    /// log records; `docs/spool.md`). Default: none. Example: `spool = { max_mib = 2048 }`.
+    /// Keep what the exporter cannot take now on disk and send it when it is back (spans,
+    /// metric collections and log records; `docs/spool.md`). Default: none. Example: `spool = { max_mib = 2048 }`.
     pub spool: Option<SpoolSpec>,
 }
 

@@ -523,13 +523,6 @@ impl LensConfig {
         for (signal, i, spec) in self.exporter_entries() {
             spec.validate(self.batch_for(signal))
                 .map_err(|m| bad(&format!("{signal}.exporters[{i}]"), m))?;
-            if signal == Signal::Metrics && spec.spool().is_some() {
-                return Err(bad(
-                    &format!("{signal}.exporters[{i}].spool"),
-                    "a spool keeps spans and log records; metric exporters have none yet"
-                        .to_string(),
-                ));
-            }
         }
         self.validate_processors()
             .map_err(|(key, m)| bad(&key, m))?;

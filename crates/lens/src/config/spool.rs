@@ -106,11 +106,12 @@ impl SpoolSpec {
         signal: crate::Signal,
     ) -> Result<(Spool, Opened), SpoolError> {
         let dir = self.resolved_dir(env, service, rank, exporter);
-        Spool::open(
-            &dir,
-            signal,
-            SpoolLimits::new(self.max_bytes(), self.when_full),
-        )
+        Spool::open(&dir, signal, self.limits())
+    }
+
+    /// The bounds this spec sets.
+    pub fn limits(&self) -> SpoolLimits {
+        SpoolLimits::new(self.max_bytes(), self.when_full)
     }
 }
 

@@ -11,7 +11,8 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::{LogBatch, LogExporter, LogProcessor, SdkLogRecord};
 
 use crate::batch::{
-    BatchExport, BatchQueue, DropReason, ExportStage, ExporterStats, Processed, run_stages,
+    BatchExport, BatchQueue, DropReason, ExportStage, ExporterStats, Processed, Spooling,
+    run_stages,
 };
 use crate::config::BatchConfig;
 use crate::signal::Signal;
@@ -130,6 +131,22 @@ impl BatchLogProcessor {
     where
         E: LogExporter + 'static,
     {
+        let spooling = spool.map(|(spool, opened)| Arc::new(Spooling::new(spool, opened, &stats)));
+        Self::with_spooling(exporter, flush, processors, config, stats, spooling)
+    }
+
+    /// [`with_spool`](Self::with_spool) on a spool already open (adopted by a reload).
+    pub(crate) fn with_spooling<E>(
+        exporter: E,
+        flush: fn(&E) -> OTelSdkResult,
+        processors: Vec<Arc<dyn ExportStage<Queued>>>,
+        config: BatchConfig,
+        stats: Arc<ExporterStats>,
+        spooling: Option<Arc<Spooling>>,
+    ) -> Self
+    where
+        E: LogExporter + 'static,
+    {
         processors.iter().for_each(|p| p.retain());
         let records = Records {
             exporter,
@@ -138,15 +155,20 @@ impl BatchLogProcessor {
             resource: Resource::builder_empty().build(),
         };
         Self {
-            queue: Some(BatchQueue::with_spool(
+            queue: Some(BatchQueue::with_spooling(
                 records,
                 config,
                 stats.clone(),
                 Signal::Logs,
-                spool,
+                spooling,
             )),
             stats,
         }
+    }
+
+    /// Its spool, if it has one.
+    pub(crate) fn spooling(&self) -> Option<Arc<Spooling>> {
+        self.queue.as_ref()?.spooling().cloned()
     }
 
     /// The processor of an exporter disabled at setup (`on_setup_failure = "disable"`):

@@ -22,6 +22,7 @@ use crate::batch::{DropReason, ExporterStats};
 use crate::encoding::metrics::data_points;
 use crate::exporter::otlp::OtlpRequestSender;
 use crate::exporter::{ConsoleMetricExporter, OtlpMetricExporter};
+use crate::pipeline::metric_spool::MetricSpool;
 use crate::wasm::processors::metric_edit::{self, MetricCollection};
 use crate::wasm::processors::{MetricsOutcome, run_metric_processors_answers};
 use crate::wasm::{WasmMetricExporter, WasmProcessor};
@@ -49,6 +50,8 @@ pub struct CountedMetricExporter {
     processors: Vec<Arc<WasmProcessor>>,
     /// How an OTLP exporter sends a collection the processors edited.
     requests: Option<OtlpRequestSender>,
+    /// Where collections go while the exporter cannot take them, if its entry has a spool.
+    spool: Option<Arc<MetricSpool>>,
 }
 
 impl CountedMetricExporter {
@@ -59,6 +62,29 @@ impl CountedMetricExporter {
             stats,
             processors: Vec::new(),
             requests: None,
+            spool: None,
+        }
+    }
+
+    /// Sends every collection through `spool`'s sink, spooling what it cannot take.
+    pub(crate) fn with_spool(mut self, spool: Arc<MetricSpool>) -> Self {
+        self.spool = Some(spool);
+        self
+    }
+
+    /// A collection through the spool's sink: after the processors, counted from the start in
+    /// data points.
+    async fn export_spooled(
+        &self,
+        spool: &MetricSpool,
+        metrics: &ResourceMetrics,
+    ) -> OTelSdkResult {
+        let export = self.stats.begin_direct_export(data_points(metrics));
+        let mut request = ExportMetricsServiceRequest::from(metrics);
+        let (processed, _) = run_metric_processors_answers(&self.processors, &mut request);
+        match self.stats.processed_direct(export, &processed.by) {
+            Some(export) => spool.export(request, export).await,
+            None => Ok(()),
         }
     }
 
@@ -125,6 +151,9 @@ impl CountedMetricExporter {
 
 impl PushMetricExporter for CountedMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        if let Some(spool) = &self.spool {
+            return self.export_spooled(spool, metrics).await;
+        }
         if !self.processors.is_empty() && !matches!(self.exporter, MetricExporterKind::Disabled) {
             return self.export_processed(metrics).await;
         }
@@ -154,12 +183,16 @@ impl PushMetricExporter for CountedMetricExporter {
         for p in &self.processors {
             p.release(timeout);
         }
-        match &self.exporter {
+        let result = match &self.exporter {
             MetricExporterKind::Otlp(e) => e.shutdown_with_timeout(timeout),
             MetricExporterKind::Console(e) => e.shutdown_with_timeout(timeout),
             MetricExporterKind::Wasm(e) => e.shutdown_with_timeout(timeout),
             MetricExporterKind::Disabled => Ok(()),
+        };
+        if let Some(spool) = &self.spool {
+            spool.release();
         }
+        result
     }
 
     fn temporality(&self) -> Temporality {

@@ -4,6 +4,7 @@
 //! nothing of each other or of the configuration as a whole; [`metrics`] counts the data
 //! points of every metric entry.
 
+pub mod metric_spool;
 pub mod metrics;
 pub(crate) mod reload;
 
@@ -14,6 +15,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::PeriodicReader;
 use opentelemetry_sdk::trace::{SpanData, SpanProcessor};
 
+use crate::batch::Spooling;
 use crate::config::env::EnvSource;
 use crate::config::{
     ExporterSpec, LensConfig, ProcessorSpec, SetupFailurePolicy, WasmExporterSpec,
@@ -28,7 +30,6 @@ use crate::exporter::{
 use crate::logs::{BatchLogProcessor, Queued};
 use crate::rank::RankInfo;
 use crate::signal::Signal;
-use crate::spool::{Opened, Spool};
 use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExportStage, ExporterStats};
 use crate::wasm::reload::Reloadable;
 use crate::wasm::{
@@ -73,13 +74,19 @@ fn no_flush<E>(_: &E) -> opentelemetry_sdk::error::OTelSdkResult {
 pub(crate) type MetricReader = PeriodicReader<CountedMetricExporter>;
 
 /// A metric entry's reader, with its exporter's statistics.
-pub(crate) type BuiltReader = (Built<MetricReader>, Arc<ExporterStats>);
+pub(crate) type BuiltReader = (
+    Built<MetricReader>,
+    Arc<ExporterStats>,
+    Option<Arc<metric_spool::MetricSpool>>,
+);
 
 /// What one config entry became: its processor (or reader), and the running instances of its
 /// wasm exporter when it has one (what a reload swaps in place).
 pub(crate) struct Built<P> {
     pub processor: P,
     pub wasm: Option<Arc<Reloadable>>,
+    /// Its spool, if it has one (a reload rebuilding the entry hands it to the new processor).
+    pub spool: Option<Arc<Spooling>>,
 }
 
 impl<P> Built<P> {
@@ -87,6 +94,7 @@ impl<P> Built<P> {
         Self {
             processor,
             wasm: None,
+            spool: None,
         }
     }
 }
@@ -108,6 +116,9 @@ pub(crate) struct BuildContext<'a> {
     reloading: bool,
     /// The sandboxed processors of each signal, built before the exporters they apply to.
     processors: Vec<(Signal, ProcessorSpec, Arc<WasmProcessor>)>,
+    /// Spools open in the running installation that a reload's rebuilt entries take on
+    /// instead of opening them again (their lock is held by the processor being replaced).
+    offered: std::sync::Mutex<Vec<Arc<Spooling>>>,
 }
 
 impl<'a> BuildContext<'a> {
@@ -128,6 +139,7 @@ impl<'a> BuildContext<'a> {
             runtime: OnceLock::new(),
             reloading: false,
             processors: Vec::new(),
+            offered: std::sync::Mutex::default(),
         }
     }
 
@@ -235,8 +247,14 @@ impl<'a> BuildContext<'a> {
                     OtlpSettings::resolve(o, &self.config.otlp, Signal::Traces, self.env);
                 let exporter = OtlpSpanExporter::build(name, &settings, &|| self.runtime())?
                     .with_stats(stats.clone());
-                let spool = self.open_spool(spec, name, Signal::Traces)?;
-                BatchSpanProcessor::with_spool(exporter, edits, batch, stats.clone(), spool)
+                let spool = self.open_spool(spec, name, Signal::Traces, stats)?;
+                let processor =
+                    BatchSpanProcessor::with_spooling(exporter, edits, batch, stats.clone(), spool);
+                return Ok(Built {
+                    spool: processor.spooling(),
+                    processor: Box::new(processor),
+                    wasm: None,
+                });
             }
             ExporterSpec::Console(_) => BatchSpanProcessor::with_processors(
                 self.console_span_exporter(),
@@ -251,8 +269,8 @@ impl<'a> BuildContext<'a> {
                 match WasmSpanExporter::build(name, w, &batch, &self.host_inputs(), stats.clone()) {
                     Ok(exporter) => {
                         let wasm = Some(exporter.reloadable());
-                        let spool = self.open_spool(spec, name, Signal::Traces)?;
-                        let processor = BatchSpanProcessor::with_spool(
+                        let spool = self.open_spool(spec, name, Signal::Traces, stats)?;
+                        let processor = BatchSpanProcessor::with_spooling(
                             exporter,
                             edits,
                             batch,
@@ -260,6 +278,7 @@ impl<'a> BuildContext<'a> {
                             spool,
                         );
                         return Ok(Built {
+                            spool: processor.spooling(),
                             processor: Box::new(processor),
                             wasm,
                         });
@@ -277,26 +296,39 @@ impl<'a> BuildContext<'a> {
         Ok(Built::native(Box::new(processor)))
     }
 
-    /// The spool of an entry that has one, opened (taking its lock) in its directory for this
-    /// rank; a directory that cannot hold one fails the setup, naming it.
+    /// Offers a running entry's spool to the entries built next (a reload rebuilding it).
+    pub(crate) fn offer_spool(&self, spooling: Arc<Spooling>) {
+        self.offered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(spooling);
+    }
+
+    /// The spool of an entry that has one: the running one in its directory when a reload
+    /// offered it (taken on with this entry's bounds), else opened (taking its lock) in its
+    /// directory for this rank; a directory that cannot hold one fails the setup, naming it.
     fn open_spool(
         &self,
         spec: &ExporterSpec,
         name: &str,
         signal: Signal,
-    ) -> Result<Option<(Spool, Opened)>, LensError> {
+        stats: &ExporterStats,
+    ) -> Result<Option<Arc<Spooling>>, LensError> {
         let Some(s) = spec.spool() else {
             return Ok(None);
         };
-        s.open(
-            self.env,
-            &self.config.service_name,
-            self.rank.rank,
-            name,
-            signal,
-        )
-        .map(Some)
-        .map_err(|e| LensError::exporter(name, "cannot open its spool", e))
+        let (service, rank) = (&self.config.service_name, self.rank.rank);
+        let dir = s.resolved_dir(self.env, service, rank, name);
+        let offered = self.offered.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(running) = offered.iter().find(|o| o.dir() == dir) {
+            running.set_limits(s.limits());
+            return Ok(Some(running.adopt()));
+        }
+        drop(offered);
+        let (spool, opened) = s
+            .open(self.env, service, rank, name, signal)
+            .map_err(|e| LensError::exporter(name, "cannot open its spool", e))?;
+        Ok(Some(Arc::new(Spooling::new(spool, opened, stats))))
     }
 
     /// A periodic reader for a metric exporter entry, with its statistics (neither for
@@ -315,13 +347,21 @@ impl<'a> BuildContext<'a> {
         let processors = self.metric_processors(name);
         let mut requests = None;
         let mut wasm = None;
+        let mut sink = None;
         let exporter = match spec {
             ExporterSpec::Otlp(o) => {
                 let settings =
                     OtlpSettings::resolve(o, &self.config.otlp, Signal::Metrics, self.env);
                 let exporter = OtlpMetricExporter::build(name, &settings, &|| self.runtime())?
                     .with_stats(stats.clone());
-                if !processors.is_empty() {
+                if spec.spool().is_some() {
+                    sink = Some(metric_spool::RequestSink::otlp(OtlpRequestSender::build(
+                        name,
+                        &settings,
+                        &|| self.runtime(),
+                        stats.clone(),
+                    )?));
+                } else if !processors.is_empty() {
                     requests = Some(OtlpRequestSender::build(
                         name,
                         &settings,
@@ -343,6 +383,7 @@ impl<'a> BuildContext<'a> {
                 match built {
                     Ok(exporter) => {
                         wasm = Some(exporter.reloadable());
+                        sink = Some(metric_spool::RequestSink::wasm(exporter.reloadable()));
                         MetricExporterKind::Wasm(exporter)
                     }
                     Err(source) => {
@@ -354,8 +395,30 @@ impl<'a> BuildContext<'a> {
                 }
             }
         };
-        let exporter = CountedMetricExporter::new(exporter, stats.clone())
+        let mut exporter = CountedMetricExporter::new(exporter, stats.clone())
             .with_processors(processors, requests);
+        let mut spool = None;
+        if let Some(sink) = sink
+            && let Some(s) = spec.spool()
+        {
+            let opened = s
+                .open(
+                    self.env,
+                    &self.config.service_name,
+                    self.rank.rank,
+                    name,
+                    Signal::Metrics,
+                )
+                .map_err(|e| LensError::exporter(name, "cannot open its spool", e))?;
+            let s = Arc::new(metric_spool::MetricSpool::new(
+                opened,
+                sink,
+                stats.clone(),
+                interval,
+            ));
+            exporter = exporter.with_spool(s.clone());
+            spool = Some(s);
+        }
         let reader = PeriodicReader::builder(exporter)
             .with_interval(interval)
             .build();
@@ -363,8 +426,10 @@ impl<'a> BuildContext<'a> {
             Built {
                 processor: reader,
                 wasm,
+                spool: None,
             },
             stats,
+            spool,
         )))
     }
 
@@ -412,8 +477,8 @@ impl<'a> BuildContext<'a> {
                 let settings = OtlpSettings::resolve(o, &self.config.otlp, Signal::Logs, self.env);
                 let exporter = OtlpLogExporter::build(name, &settings, &|| self.runtime())?
                     .with_stats(stats.clone());
-                let spool = self.open_spool(spec, name, Signal::Logs)?;
-                BatchLogProcessor::with_spool(
+                let spool = self.open_spool(spec, name, Signal::Logs, stats)?;
+                BatchLogProcessor::with_spooling(
                     exporter,
                     no_flush,
                     edits,
@@ -441,8 +506,8 @@ impl<'a> BuildContext<'a> {
                 match WasmLogExporter::build(name, w, &batch, &self.host_inputs(), stats.clone()) {
                     Ok(exporter) => {
                         wasm = Some(exporter.reloadable());
-                        let spool = self.open_spool(spec, name, Signal::Logs)?;
-                        BatchLogProcessor::with_spool(
+                        let spool = self.open_spool(spec, name, Signal::Logs, stats)?;
+                        BatchLogProcessor::with_spooling(
                             exporter,
                             WasmLogExporter::force_flush,
                             edits,
@@ -459,6 +524,10 @@ impl<'a> BuildContext<'a> {
                 }
             }
         };
-        Ok(Built { processor, wasm })
+        Ok(Built {
+            spool: processor.spooling(),
+            processor,
+            wasm,
+        })
     }
 }

@@ -286,6 +286,17 @@ impl Spool {
         self.lock = None;
     }
 
+    /// Bounds it by `limits` from now on (a reload changed them); what is held past a smaller
+    /// budget goes at the next append, as `when_full` says.
+    pub fn set_limits(&mut self, limits: SpoolLimits) {
+        self.limits = limits;
+    }
+
+    /// Whether [`release`](Self::release) gave it up.
+    pub fn is_released(&self) -> bool {
+        self.lock.is_none()
+    }
+
     /// The directory.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -1,6 +1,6 @@
 //! What a spool record holds: a batch as the OTLP request an OTLP exporter would send for it
-//! (`ExportTraceServiceRequest`, `ExportLogsServiceRequest`, protobuf), and the batch read back
-//! from one.
+//! (`ExportTraceServiceRequest`, `ExportLogsServiceRequest`, `ExportMetricsServiceRequest`,
+//! protobuf), and the batch read back from one.
 //!
 //! The bytes come from disk, so reading them back trusts nothing: prost bounds the nesting
 //! of values, every id of the wrong length makes an invalid (zero) id, and the two strings the
@@ -20,6 +20,7 @@ use opentelemetry::trace::{
 };
 use opentelemetry::{Array, InstrumentationScope, Key, KeyValue, StringValue, Value};
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1 as otlp;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
@@ -70,6 +71,41 @@ pub fn decode_spans(bytes: &[u8]) -> Result<Vec<SpanData>, DecodeError> {
         }
     }
     Ok(spans)
+}
+
+/// A spooled `ExportMetricsServiceRequest`, checked to hold the `items` data points its
+/// record says (a record that says otherwise was not written by this exporter's spool). A
+/// metric record is sent as it was collected, under the resource it was collected with (a
+/// cumulative series belongs to the process that started it).
+pub fn decode_metrics(
+    bytes: &[u8],
+    items: u64,
+) -> Result<ExportMetricsServiceRequest, MetricDecodeError> {
+    let request = ExportMetricsServiceRequest::decode(bytes).map_err(|source| DecodeError {
+        what: "ExportMetricsServiceRequest",
+        source,
+    })?;
+    let found = crate::encoding::metrics_otlp::otlp_data_points(&request);
+    if found != items {
+        return Err(MetricDecodeError::Count { found, items });
+    }
+    Ok(request)
+}
+
+/// Reading a metric record back failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricDecodeError {
+    /// Not a request.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// A request of another size than its record says.
+    #[error("it holds {found} data point(s) where its record says {items}")]
+    Count {
+        /// Data points in the request.
+        found: u64,
+        /// Data points the record says.
+        items: u64,
+    },
 }
 
 /// The log records of a spooled `ExportLogsServiceRequest`, in order, each with its scope.

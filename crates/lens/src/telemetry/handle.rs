@@ -34,6 +34,9 @@ pub(super) struct HandleInner {
     /// The metric processors' own statistics.
     pub(super) metric_processor_stats: StatsList,
     pub(super) metric_stats: Vec<Arc<ExporterStats>>,
+    /// The spools of metric entries that have one: a flush and a shutdown replay them (the
+    /// SDK's reader calls no exporter when nothing was recorded).
+    pub(super) metric_spools: Vec<Arc<crate::pipeline::metric_spool::MetricSpool>>,
     pub(super) fanout: Option<Arc<FanOutCore>>,
     pub(super) log_fanout: Option<Arc<LogFanOut>>,
     /// What a reload needs (`None` on a rank that does not export).
@@ -209,6 +212,12 @@ impl TelemetryHandle {
             if let Err(e) = inner.meter_provider.force_flush() {
                 failed.push((Signal::Metrics, e));
             }
+            for spool in &inner.metric_spools {
+                spool.drain(timeout);
+                if let Err(e) = spool.delivered() {
+                    failed.push((Signal::Metrics, e));
+                }
+            }
             if inner.log_fanout.is_some()
                 && let Err(e) = inner.logger_provider.force_flush()
             {
@@ -307,6 +316,11 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     {
         failed.push((Signal::Traces, e));
     }
+    // Spooled collections first, within half the timeout: the reader's own shutdown then
+    // exports the last collection (or spools it) and releases the spool.
+    for spool in &inner.metric_spools {
+        spool.drain(timeout / 2);
+    }
     if let Err(e) = inner.meter_provider.shutdown_with_timeout(timeout)
         && !matches!(e, opentelemetry_sdk::error::OTelSdkError::AlreadyShutdown)
         && inner.exporting
@@ -322,6 +336,11 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
     // this installation: its data points end as dropped at shutdown, and later ones too.
     for stats in &inner.metric_stats {
         stats.close_direct();
+    }
+    for spool in &inner.metric_spools {
+        if let Err(e) = spool.delivered() {
+            failed.push((Signal::Metrics, e));
+        }
     }
     let exporters = snapshots(inner);
     for signal in [Signal::Traces, Signal::Logs, Signal::Metrics] {

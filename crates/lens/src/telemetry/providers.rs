@@ -19,6 +19,7 @@ use crate::exporter::ConsoleOut;
 use crate::exporter::python_json::ResourceOrder;
 use crate::logs::{BatchLogProcessor, FanOutLogProcessor, LogFanOut, Queued};
 use crate::pipeline::BuildContext;
+use crate::pipeline::metric_spool::MetricSpool;
 use crate::pipeline::reload::{Running, RunningProcessor};
 use crate::rank::RankInfo;
 use crate::signal::Signal;
@@ -69,6 +70,8 @@ pub(super) struct Providers {
     /// The metric processors' own statistics.
     pub(super) metric_processor_stats: StatsList,
     pub(super) metric_stats: Vec<Arc<ExporterStats>>,
+    /// The spools of metric entries that have one (a flush and a shutdown replay them).
+    pub(super) metric_spools: Vec<Arc<MetricSpool>>,
     /// The entries built from the config, and the signals they are all of (what a reload
     /// changes).
     pub(super) running: Vec<Running>,
@@ -96,6 +99,7 @@ pub(super) fn build(
             log_processor_stats: StatsList::default(),
             metric_processor_stats: StatsList::default(),
             metric_stats: Vec::new(),
+            metric_spools: Vec::new(),
             running: Vec::new(),
             processors: Vec::new(),
             signals: Vec::new(),
@@ -115,7 +119,7 @@ pub(super) fn build(
         &mut running,
     )?;
     let metric_processor_stats = StatsList::default();
-    let (meter, metric_stats) = meter_provider(
+    let (meter, metric_stats, metric_spools) = meter_provider(
         &mut ctx,
         &metric_processor_stats,
         config,
@@ -142,6 +146,7 @@ pub(super) fn build(
         log_processor_stats,
         metric_processor_stats,
         metric_stats,
+        metric_spools,
         running: running.entries,
         processors: ctx.running_processors(),
         signals: running.signals,
@@ -181,7 +186,8 @@ fn tracer_provider(
             let stats = Arc::new(ExporterStats::new(&name));
             let built = ctx.span_processor(&spec, &name, &stats)?;
             core.add(Some(name), built.processor, Some(stats.clone()));
-            let entry = Running::new(Signal::Traces, spec, config, stats, built.wasm);
+            let entry = Running::new(Signal::Traces, spec, config, stats, built.wasm)
+                .with_spool(built.spool);
             running.entries.push(entry);
         }
     }
@@ -219,11 +225,12 @@ fn meter_provider(
     resource: &Resource,
     metric_readers: Vec<ReaderHook>,
     running: &mut Entries,
-) -> Result<(SdkMeterProvider, Vec<Arc<ExporterStats>>), LensError> {
+) -> Result<MeterProviderParts, LensError> {
     let mut builder = SdkMeterProvider::builder().with_resource(resource.clone());
     let mut all_stats = Vec::new();
+    let mut metric_spools = Vec::new();
     if !config.metrics_enabled {
-        return Ok((builder.build(), all_stats));
+        return Ok((builder.build(), all_stats, metric_spools));
     }
     if !metric_readers.is_empty() && !config.metrics.processors.is_empty() {
         // A reader is the application's own pipeline: Lens sees no exporter behind it.
@@ -242,7 +249,7 @@ fn meter_provider(
         }
         for spec in exporters {
             let name = spec.display_name();
-            let Some((built, stats)) = ctx.metric_reader(&spec, &name)? else {
+            let Some((built, stats, spool)) = ctx.metric_reader(&spec, &name)? else {
                 // `kind = "none"`: no reader; a reload keeps it, or refuses to change it.
                 let stats = Arc::new(ExporterStats::new(&name));
                 running
@@ -252,6 +259,7 @@ fn meter_provider(
             };
             builder = builder.with_reader(built.processor);
             all_stats.push(stats.clone());
+            metric_spools.extend(spool);
             let entry = Running::new(Signal::Metrics, spec, config, stats, built.wasm);
             running.entries.push(entry);
         }
@@ -259,8 +267,15 @@ fn meter_provider(
     for hook in metric_readers {
         builder = hook(builder);
     }
-    Ok((builder.build(), all_stats))
+    Ok((builder.build(), all_stats, metric_spools))
 }
+
+/// A meter provider, its exporters' statistics and their spools.
+type MeterProviderParts = (
+    SdkMeterProvider,
+    Vec<Arc<ExporterStats>>,
+    Vec<Arc<MetricSpool>>,
+);
 
 /// The logger provider of an exporting rank with `logs_enabled`: one batch log processor per
 /// exporter (the injected ones, else the config's), each with its statistics.
@@ -290,7 +305,8 @@ fn logger_provider(
             let built = ctx.log_processor(&spec, &name, &stats)?;
             fanout.add(Some(name), built.processor);
             all_stats.add(stats.clone());
-            let entry = Running::new(Signal::Logs, spec, config, stats, built.wasm);
+            let entry =
+                Running::new(Signal::Logs, spec, config, stats, built.wasm).with_spool(built.spool);
             running.entries.push(entry);
         }
     }

@@ -10,7 +10,8 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
 use crate::batch::{
-    BatchExport, BatchQueue, DropReason, ExportStage, ExporterStats, Processed, run_stages,
+    BatchExport, BatchQueue, DropReason, ExportStage, ExporterStats, Processed, Spooling,
+    run_stages,
 };
 use crate::config::BatchConfig;
 use crate::signal::Signal;
@@ -105,6 +106,21 @@ impl BatchSpanProcessor {
     where
         E: SpanExporter + 'static,
     {
+        let spooling = spool.map(|(spool, opened)| Arc::new(Spooling::new(spool, opened, &stats)));
+        Self::with_spooling(exporter, processors, config, stats, spooling)
+    }
+
+    /// [`with_spool`](Self::with_spool) on a spool already open (adopted by a reload).
+    pub(crate) fn with_spooling<E>(
+        exporter: E,
+        processors: Vec<Arc<dyn ExportStage<SpanData>>>,
+        config: BatchConfig,
+        stats: Arc<ExporterStats>,
+        spooling: Option<Arc<Spooling>>,
+    ) -> Self
+    where
+        E: SpanExporter + 'static,
+    {
         processors.iter().for_each(|p| p.retain());
         let spans = Spans {
             exporter,
@@ -112,8 +128,13 @@ impl BatchSpanProcessor {
             resource: EncodedResource::new(&Resource::builder_empty().build()),
         };
         Self {
-            queue: BatchQueue::with_spool(spans, config, stats, Signal::Traces, spool),
+            queue: BatchQueue::with_spooling(spans, config, stats, Signal::Traces, spooling),
         }
+    }
+
+    /// Its spool, if it has one.
+    pub(crate) fn spooling(&self) -> Option<Arc<Spooling>> {
+        self.queue.spooling().cloned()
     }
 
     /// The live statistics of this processor's exporter.

@@ -305,17 +305,30 @@ fn stage(
                 .map(|(_, l)| l.named_or_new(&p.name))
                 .unwrap_or_else(|| Arc::new(ExporterStats::new(&p.name))),
         };
+        // A rebuilt entry keeps its spool (the running processor holds its lock until the
+        // swap; both use it meanwhile, one replaying at a time).
+        if let Some(spooling) = old.and_then(|o| o.spool.clone()) {
+            ctx.offer_spool(spooling);
+        }
         match p.signal {
             Signal::Traces => {
-                let Built { processor, wasm } =
-                    ctx.span_processor(spec, &p.name, &stats).map_err(refused)?;
-                let running = Running::new(p.signal, spec.clone(), new, stats, wasm);
+                let Built {
+                    processor,
+                    wasm,
+                    spool,
+                } = ctx.span_processor(spec, &p.name, &stats).map_err(refused)?;
+                let running =
+                    Running::new(p.signal, spec.clone(), new, stats, wasm).with_spool(spool);
                 staged.spans.push((change(p, processor), Some(running)));
             }
             _ => {
-                let Built { processor, wasm } =
-                    ctx.log_processor(spec, &p.name, &stats).map_err(refused)?;
-                let running = Running::new(p.signal, spec.clone(), new, stats, wasm);
+                let Built {
+                    processor,
+                    wasm,
+                    spool,
+                } = ctx.log_processor(spec, &p.name, &stats).map_err(refused)?;
+                let running =
+                    Running::new(p.signal, spec.clone(), new, stats, wasm).with_spool(spool);
                 staged.logs.push((change(p, processor), Some(running)));
             }
         }

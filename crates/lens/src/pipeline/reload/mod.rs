@@ -17,7 +17,7 @@ mod plan;
 
 use std::sync::Arc;
 
-use crate::batch::ExporterStats;
+use crate::batch::{ExporterStats, Spooling};
 use crate::config::{BatchConfig, ExporterSpec, LensConfig};
 use crate::signal::Signal;
 use crate::wasm::reload::Reloadable;
@@ -35,6 +35,8 @@ pub(crate) struct Running {
     pub stats: Arc<ExporterStats>,
     /// Its wasm exporter's instances (`None`: a native exporter, or one disabled at setup).
     pub wasm: Option<Arc<Reloadable>>,
+    /// Its spool, if it has one: a rebuilt entry takes it on.
+    pub spool: Option<Arc<Spooling>>,
 }
 
 impl Running {
@@ -52,7 +54,14 @@ impl Running {
             spec,
             stats,
             wasm,
+            spool: None,
         }
+    }
+
+    /// With its spool.
+    pub(crate) fn with_spool(mut self, spool: Option<Arc<Spooling>>) -> Self {
+        self.spool = spool;
+        self
     }
 }
 

@@ -140,12 +140,20 @@ impl WasmMetricExporter {
         export: DirectExport,
     ) -> OTelSdkResult {
         let started = Instant::now();
-        let result = self.inner.export(export.items(), |preferences, _| {
-            Payload::Metrics(encode_otlp_metrics(request, preferences.encoding))
-        });
+        let result = export_request(&self.inner, request, export.items());
         self.stats
             .end_direct_export(export, &result, started.elapsed());
         result
+    }
+
+    /// Exports `request` of `items` data points without counting them (a caller that counts
+    /// itself: a spool).
+    pub fn export_request(
+        &self,
+        request: &ExportMetricsServiceRequest,
+        items: u64,
+    ) -> OTelSdkResult {
+        export_request(&self.inner, request, items)
     }
 
     /// Calls the guest's `force-flush` within `timeout`.
@@ -158,6 +166,18 @@ impl WasmMetricExporter {
     pub fn set_resource(&self, resource: &Resource) {
         self.inner.set_resource(resource);
     }
+}
+
+/// Exports `request` of `items` data points through the running instances of `inner`,
+/// counted by the caller (a spool's replay counts its records itself).
+pub(crate) fn export_request(
+    inner: &Reloadable,
+    request: &ExportMetricsServiceRequest,
+    items: u64,
+) -> OTelSdkResult {
+    inner.export(items, |preferences, _| {
+        Payload::Metrics(encode_otlp_metrics(request, preferences.encoding))
+    })
 }
 
 /// The temporality a guest asked for in `init` (cumulative when it did not say).

@@ -1,0 +1,266 @@
+//! A metric entry's spool (`spool = {…}` on an OTLP or wasm `[[metrics.exporters]]` entry):
+//! collections its exporter cannot take go to disk, and come back when it recovers.
+//!
+//! The periodic reader hands over one collection per interval and waits for its export, so
+//! there is no queue to overflow: the spool covers an exporter that fails or is down.
+//! - **Down.** A collection whose export fails (after the exporter's own retries) is spooled
+//!   and the exporter marked down; while it is down every collection is spooled, and when its
+//!   backoff has passed (1 s doubling to 5 s, as for spans) the oldest record is tried first.
+//! - **Replay.** New data first: after a collection is exported, spooled records follow,
+//!   oldest first, for at most [`replay_budget`] (half the export interval, at most 5 s), so a
+//!   backlog never delays the next collection. A flush and a shutdown of the installation
+//!   replay within their own timeout; what is left stays on disk for the next process
+//!   (or `lens spool replay`).
+//!
+//! A record is the `ExportMetricsServiceRequest` after the processors, sent back as it was
+//! collected (its resource and timestamps included). Every data point ends in one counter:
+//! exported (now or replayed), spooled (`in_spool` while there), or dropped by reason.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use prost::Message;
+
+use crate::batch::{DirectExport, ExporterStats, Spooling};
+use crate::exporter::otlp::OtlpRequestSender;
+use crate::spool::otlp::decode_metrics;
+use crate::spool::{Opened, Spool};
+use crate::wasm::reload::Reloadable;
+
+/// The longest one collection's export replays spooled records after it.
+const MAX_REPLAY_BUDGET: Duration = Duration::from_secs(5);
+
+/// How long a collection's export replays spooled records after it: half the export interval,
+/// at most 5 s.
+pub fn replay_budget(interval: Duration) -> Duration {
+    (interval / 2).min(MAX_REPLAY_BUDGET)
+}
+
+/// A function exporting one request of `items` data points, to completion.
+pub type SendRequest =
+    Box<dyn Fn(&ExportMetricsServiceRequest, u64) -> OTelSdkResult + Send + Sync>;
+
+/// Where a metric entry with a spool sends its requests, live or replayed.
+pub struct RequestSink(Sink);
+
+enum Sink {
+    /// OTLP, the request as it is.
+    Otlp(Box<OtlpRequestSender>),
+    /// A sandboxed exporter's running instances.
+    Wasm(Arc<Reloadable>),
+    /// Any exporter, uncounted: the spool counts.
+    Function(SendRequest),
+}
+
+impl RequestSink {
+    pub(crate) fn otlp(sender: OtlpRequestSender) -> Self {
+        Self(Sink::Otlp(Box::new(sender)))
+    }
+
+    pub(crate) fn wasm(inner: Arc<Reloadable>) -> Self {
+        Self(Sink::Wasm(inner))
+    }
+
+    /// Requests go to `send` (the Python package's exporter, rebuilt when its resource
+    /// arrives), which must not count them: the spool does.
+    pub fn function(send: SendRequest) -> Self {
+        Self(Sink::Function(send))
+    }
+
+    async fn send(&self, request: &ExportMetricsServiceRequest, items: u64) -> OTelSdkResult {
+        match &self.0 {
+            Sink::Otlp(sender) => sender.send(request).await,
+            Sink::Wasm(inner) => {
+                crate::wasm::exporters::metric::export_request(inner, request, items)
+            }
+            Sink::Function(send) => send(request, items),
+        }
+    }
+}
+
+/// One metric entry's spool, its sink, and the turn of whoever replays it.
+pub struct MetricSpool {
+    spooling: Spooling,
+    sink: RequestSink,
+    stats: Arc<ExporterStats>,
+    budget: Duration,
+    /// Someone (the reader's export, a flush, the shutdown) is replaying: one at a time, so
+    /// that no record is sent twice by this process.
+    replaying: AtomicBool,
+}
+
+impl std::fmt::Debug for MetricSpool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricSpool")
+            .field("exporter", &self.stats.name())
+            .field("dir", &self.spooling.dir())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A turn at replaying, given back when dropped.
+struct Turn<'a>(&'a AtomicBool);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl MetricSpool {
+    /// `spool` (opened, with what it found) for the entry sending through `sink`, counting
+    /// into `stats`, replaying for [`replay_budget`] of `interval` after each collection.
+    pub fn new(
+        (spool, opened): (Spool, Opened),
+        sink: RequestSink,
+        stats: Arc<ExporterStats>,
+        interval: Duration,
+    ) -> Self {
+        Self {
+            spooling: Spooling::new(spool, opened, &stats),
+            sink,
+            stats,
+            budget: replay_budget(interval),
+            replaying: AtomicBool::new(false),
+        }
+    }
+
+    /// Exports one collection's `request` (after the processors), its data points counted
+    /// under `export`: sent, or spooled when the exporter fails or is down. Never an error
+    /// while the spool takes it: the reader has nothing to retry.
+    pub async fn export(
+        &self,
+        request: ExportMetricsServiceRequest,
+        export: DirectExport,
+    ) -> OTelSdkResult {
+        if self.spooling.is_down() {
+            if self.spooling.retry_due() {
+                // Oldest first: the backlog is tried before this collection.
+                self.replay_for(self.budget).await;
+            }
+            if self.spooling.is_down() {
+                self.spool(&request, export, None);
+                return Ok(());
+            }
+        }
+        let started = Instant::now();
+        let result = self.sink.send(&request, export.items()).await;
+        self.spooling.exported(&result);
+        match result {
+            Ok(()) => {
+                self.stats
+                    .end_direct_export(export, &Ok(()), started.elapsed());
+                self.replay_for(self.budget).await;
+            }
+            Err(e) => self.spool(&request, export, Some(&e)),
+        }
+        Ok(())
+    }
+
+    /// Writes `request` to the spool, its data points counted there (unless the shutdown
+    /// counted them already).
+    fn spool(
+        &self,
+        request: &ExportMetricsServiceRequest,
+        export: DirectExport,
+        failed: Option<&OTelSdkError>,
+    ) {
+        let items = export.items();
+        if !self.stats.end_direct_spooled(export, failed) {
+            return;
+        }
+        let spooled = self
+            .spooling
+            .append(&self.stats, items, &request.encode_to_vec());
+        if let Some(e) = failed {
+            log::warn!(
+                "exporter `{}`: export of {items} data point(s) failed ({e}){}",
+                self.stats.name(),
+                if spooled {
+                    "; spooled, sent when it recovers"
+                } else {
+                    "; the spool has no room: dropped"
+                }
+            );
+        }
+    }
+
+    /// Replays for at most `budget` if no one else is replaying.
+    async fn replay_for(&self, budget: Duration) {
+        if let Some(turn) = self.try_turn() {
+            self.replay(Instant::now() + budget, turn).await;
+        }
+    }
+
+    fn try_turn(&self) -> Option<Turn<'_>> {
+        self.replaying
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+            // Lazily: a turn made and dropped on a failed attempt would give the holder's up.
+            .then(|| Turn(&self.replaying))
+    }
+
+    /// Sends spooled records, oldest first, until none is left, one fails or `deadline`.
+    async fn replay(&self, deadline: Instant, _turn: Turn<'_>) {
+        while Instant::now() < deadline {
+            let Some(record) = self.spooling.next_record(&self.stats) else {
+                break;
+            };
+            match decode_metrics(&record.payload, record.items) {
+                Err(e) => self.spooling.skip(&self.stats, &record, &e.to_string()),
+                Ok(request) => {
+                    let result = self.sink.send(&request, record.items).await;
+                    if !self.spooling.replayed(&self.stats, &record, result) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Replays what it can within `timeout` (a flush or a shutdown of the installation: the
+    /// backoff of an exporter that is down is not waited for), waiting for a replay already
+    /// running to end first.
+    pub fn drain(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(turn) = self.try_turn() {
+                futures_executor::block_on(self.replay(deadline, turn));
+                break;
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// What is left after a flush or a shutdown: an error naming the spool while it holds
+    /// data points (delivered later, by this process or the next).
+    pub fn delivered(&self) -> OTelSdkResult {
+        match self.spooling.held() {
+            0 => Ok(()),
+            left => Err(OTelSdkError::InternalFailure(format!(
+                "{left} data point(s) are spooled in {}, not yet delivered",
+                self.spooling.dir().display()
+            ))),
+        }
+    }
+
+    /// Gives the spool up (the exporter shut down), saying what stays in it.
+    pub fn release(&self) {
+        let left = self.spooling.held();
+        if left > 0 {
+            log::warn!(
+                "exporter `{}`: {left} data point(s) stay spooled in {}: the next process given \
+                 this spool sends them (or `lens spool replay`)",
+                self.stats.name(),
+                self.spooling.dir().display()
+            );
+        }
+        self.spooling.release();
+    }
+}
