@@ -12,7 +12,7 @@ use std::sync::Arc;
 use lens::opentelemetry_sdk::Resource;
 use lens::trace::{ExportStage, ExporterStats};
 use lens::wasm::WasmProcessor;
-use lens::{LensConfig, Signal};
+use lens::{LensConfig, LensError, Signal};
 use pyo3::prelude::*;
 
 use crate::ExporterLoadError;
@@ -189,6 +189,11 @@ pub fn processors(
             entry.name
         )));
     }
+    py.detach(|| build_processors(entry)).map_err(load_error)
+}
+
+/// The entry's sandboxed processors, started (each with one instance).
+pub fn build_processors(entry: &Entry) -> Result<Vec<Arc<WasmProcessor>>, LensError> {
     let empty = Resource::builder_empty().build();
     entry
         .processors
@@ -196,11 +201,8 @@ pub fn processors(
         .map(|spec| {
             let name = spec.display_name();
             let none = lens::wasm::GuestOutputCopy::None;
-            py.detach(|| {
-                WasmProcessor::from_config_with_output(&name, spec, entry.signal, &empty, none)
-            })
-            .map(|(p, _)| Arc::new(p))
-            .map_err(load_error)
+            WasmProcessor::from_config_with_output(&name, spec, entry.signal, &empty, none)
+                .map(|(p, _)| Arc::new(p))
         })
         .collect()
 }

@@ -6,13 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use lens::logs::BatchLogProcessor;
+use lens::logs::{BatchLogProcessor, Queued};
 use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::logs::{LogExporter as _, LogProcessor as _};
 use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
+use lens::opentelemetry_sdk::trace::SpanData;
 use lens::opentelemetry_sdk::trace::{SpanExporter as _, SpanProcessor as _};
-use lens::trace::{BatchSpanProcessor, ExporterStats};
-use lens::wasm::{WasmLogExporter, WasmMetricExporter, WasmSpanExporter};
+use lens::trace::{BatchSpanProcessor, ExportStage, ExporterStats};
+use lens::wasm::{WasmLogExporter, WasmMetricExporter, WasmProcessor, WasmSpanExporter};
 use pyo3::prelude::*;
 
 use std::path::Path;
@@ -25,8 +26,11 @@ use crate::core::{Entry, ResourceFollower, load_error, stats_json};
 use crate::following::{Following, Resourced};
 
 /// Lens's batch processor of one signal, as the hand-off drives it.
-pub trait Queue: Send + Sync {
+pub trait Queue: Send + Sync + 'static {
     fn flush_within(&self, timeout: Duration) -> OTelSdkResult;
+    /// Batches handed off from now on go through `processors` (a watched config file's new
+    /// ones); those running finish on the old ones.
+    fn rechain(&self, processors: Vec<Arc<WasmProcessor>>);
     /// What `export` waits for in delivered mode: each item exported, spooled or dropped.
     fn settle_within(&self, timeout: Duration) -> OTelSdkResult;
     fn shut_down(&self, timeout: Duration) -> OTelSdkResult;
@@ -35,6 +39,12 @@ pub trait Queue: Send + Sync {
 impl Queue for BatchSpanProcessor {
     fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
         self.force_flush_within(timeout)
+    }
+    fn rechain(&self, processors: Vec<Arc<WasmProcessor>>) {
+        let stages = processors
+            .into_iter()
+            .map(|p| p as Arc<dyn ExportStage<SpanData>>);
+        self.chain().replace(stages.collect());
     }
     fn settle_within(&self, timeout: Duration) -> OTelSdkResult {
         self.settle_within(timeout)
@@ -45,6 +55,14 @@ impl Queue for BatchSpanProcessor {
 }
 
 impl Queue for BatchLogProcessor {
+    fn rechain(&self, processors: Vec<Arc<WasmProcessor>>) {
+        if let Some(chain) = self.chain() {
+            let stages = processors
+                .into_iter()
+                .map(|p| p as Arc<dyn ExportStage<Queued>>);
+            chain.replace(stages.collect());
+        }
+    }
     fn flush_within(&self, timeout: Duration) -> OTelSdkResult {
         self.force_flush_within(timeout)
     }
@@ -139,7 +157,7 @@ pub struct Core<E, Q> {
     pub following: Arc<Following<E>>,
     pub stats: Arc<ExporterStats>,
     /// `None`: blocking.
-    pub queue: Option<Q>,
+    pub queue: Option<Arc<Q>>,
     mode: Mode,
     /// One export's budget (`batch.export_timeout_ms`) and the queue's batch size: what a
     /// delivered `export` waits for at most, per batch of the queue its items make.
@@ -173,8 +191,9 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
         queue: impl FnOnce(Arc<Following<E>>) -> Q,
     ) -> Self {
         let following = Following::new(exporter);
+        let processors = entry.processors.clone();
         let core = Self {
-            queue: mode.queued().then(|| queue(following.clone())),
+            queue: mode.queued().then(|| Arc::new(queue(following.clone()))),
             mode,
             export_timeout: Duration::from_millis(entry.batch.export_timeout_ms),
             max_export_batch_size: entry.batch.max_export_batch_size.max(1),
@@ -196,12 +215,18 @@ impl<E: Guest, Q: Queue> Core<E, Q> {
                 );
             }
             if reload.watch {
+                let queue = core.queue.as_ref().map(|q| {
+                    let q: Arc<dyn Queue> = q.clone();
+                    Arc::downgrade(&q)
+                });
                 let watched = crate::watch::Watched {
                     following: Arc::downgrade(&core.following),
                     spec: core.spec.clone(),
                     closed: core.shut_down.clone(),
                     name: core.name.clone(),
                     signal,
+                    queue,
+                    processors: Mutex::new(processors),
                 };
                 let poll = Duration::from_millis(reload.poll_interval_ms);
                 let file = match reload.file {

@@ -16,7 +16,7 @@ use lens::metric_spool::MetricSpool;
 use lens::opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use lens::opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use lens::opentelemetry_sdk::metrics::exporter::PushMetricExporter as _;
-use lens::trace::{DirectExport, DropReason, ExporterStats};
+use lens::trace::{Chain, DirectExport, DropReason, ExporterStats};
 use lens::wasm::processors::run_metric_processors;
 use lens::wasm::{WasmMetricExporter, WasmProcessor};
 
@@ -40,8 +40,8 @@ pub struct MetricQueue {
     worker: Mutex<Option<JoinHandle<()>>>,
     exporter: Arc<Following<WasmMetricExporter>>,
     stats: Arc<ExporterStats>,
-    /// Run on each collection before the export, in order.
-    processors: Vec<Arc<WasmProcessor>>,
+    /// Run on each collection before the export, in order (a watched file replaces them).
+    processors: Arc<Chain<WasmProcessor>>,
     spool: Option<Arc<MetricSpool>>,
 }
 
@@ -57,6 +57,7 @@ impl MetricQueue {
     ) -> Self {
         let (jobs, queued) = bounded::<Job>(QUEUED_COLLECTIONS);
         let spooled = spool.clone();
+        let processors = Arc::new(Chain::new(processors));
         let (done_tx, done) = bounded(1);
         let guest = exporter.clone();
         let (before, counts) = (processors.clone(), stats.clone());
@@ -66,7 +67,8 @@ impl MetricQueue {
                 for job in queued {
                     match job {
                         Job::Export(ticket, mut request) => {
-                            let processed = run_metric_processors(&before, &mut request);
+                            let chain = before.current();
+                            let processed = run_metric_processors(chain.list(), &mut request);
                             // Nothing left (or the shutdown already counted it): no export.
                             let Some(ticket) = counts.processed_direct(ticket, &processed.by)
                             else {
@@ -122,6 +124,12 @@ impl MetricQueue {
         };
         match jobs.try_send(Job::Export(ticket, request)) {
             Ok(()) => {}
+            Err(TrySendError::Full(Job::Export(ticket, request))) if self.spool.is_some() => {
+                // The guest is behind (an outage's retries): the collection waits on disk.
+                if let Some(spool) = &self.spool {
+                    spool.spill(&request, ticket);
+                }
+            }
             Err(TrySendError::Full(Job::Export(ticket, _))) => {
                 log::warn!(
                     "wasm exporter `{}`: {QUEUED_COLLECTIONS} collections already queued; \
@@ -140,6 +148,10 @@ impl MetricQueue {
 }
 
 impl Queue for MetricQueue {
+    fn rechain(&self, processors: Vec<Arc<WasmProcessor>>) {
+        self.processors.replace(processors);
+    }
+
     /// Settling is flushing: a collection is settled once exported or spooled, and a flush
     /// replays the spool as well.
     fn settle_within(&self, timeout: Duration) -> OTelSdkResult {
@@ -183,7 +195,7 @@ impl Queue for MetricQueue {
         // A guest hung in an export gets the rest of the time to give up (the lanes' shutdown
         // does not wait past it).
         let left = timeout.saturating_sub(started.elapsed());
-        for p in &self.processors {
+        for p in self.processors.current().list() {
             p.shutdown(left);
         }
         let left = timeout.saturating_sub(started.elapsed());

@@ -248,3 +248,51 @@ def test_an_exporter_from_a_watched_config_file_reloads_when_the_file_changes(gu
     exporter.shutdown()
     assert span_numbers(tmp_path / "a.jsonl") == [0, 1]
     assert span_numbers(tmp_path / "b.jsonl") == [2]
+
+
+def test_a_watched_config_file_changes_the_exporter_s_processors_while_spans_flow(guests, tmp_path):
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    config = tmp_path / "lens.toml"
+    watch = "[reload]\nwatch = true\npoll_interval_ms = 50\n"
+    base = watch + entry_toml(guests["recorder"], tmp_path, "a.jsonl", lifecycle=False)
+    config.write_text(base)
+    exporter = lens.WasmSpanExporter.from_config(config)
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=20))
+    tracer = provider.get_tracer("t")
+
+    def spans(n):
+        for i in range(n):
+            with tracer.start_as_current_span("step" if i % 2 else "keep"):
+                pass
+        provider.force_flush()
+
+    spans(10)
+    # A processor added in the file: the exporter's queue runs it from the next batch on.
+    config.write_text(
+        base
+        + f"""
+[[traces.processors]]
+kind = "wasm"
+name = "no-steps"
+path = "{guests["processor"]}"
+settings = {{ mode = "filter", names = "step" }}
+"""
+    )
+    deadline = time.monotonic() + 10
+    while exporter.stats()["dropped_processor"] == 0:
+        assert time.monotonic() < deadline, exporter.stats()
+        spans(2)
+        time.sleep(0.05)
+    spans(10)
+    provider.shutdown()
+    stats = exporter.stats()
+    assert stats["received"] == stats["exported"] + stats["dropped_processor"], stats
+    assert stats["processors"]["no-steps"]["dropped"] == stats["dropped_processor"], stats
+    lines = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()]
+    names = [s["name"] for line in lines if "typed" in line for s in line["typed"]]
+    assert len(names) == stats["exported"]
+    assert names[:10].count("step") == 5, names
+    # The last ten spans went through the new chain: their steps dropped.
+    assert names[-5:] == ["keep"] * 5 and "step" not in names[-5:], names

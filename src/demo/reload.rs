@@ -81,6 +81,12 @@ fn describe(report: &ReloadReport) -> String {
             )
         })
         .collect();
+    parts.extend(
+        report
+            .processors
+            .iter()
+            .map(|s| format!("[[{s}.processors]] rechained")),
+    );
     for (what, list) in [
         ("rebuilt", &report.replaced),
         ("added", &report.added),

@@ -258,3 +258,58 @@ fn processors_in_a_row_say_which_records_are_left() {
         assert_eq!(r.body(), batch[i].0.body(), "record {i}");
     }
 }
+
+#[test]
+fn a_reload_removes_and_adds_log_processors_with_exact_counts() {
+    let none = |name: &str| {
+        ExporterSpec::None(lens::config::NoneExporterSpec {
+            name: Some(name.into()),
+        })
+    };
+    let quiet = || processor("quiet", "filter", &[("names", "DEBUG")], OnFault::Pass);
+    let config = |processors| LensConfig {
+        metrics_enabled: false,
+        traces_enabled: false,
+        logs_enabled: true,
+        logs: SignalConfig {
+            exporters: vec![none("vendor"), none("local")],
+            processors,
+        },
+        ..exporting()
+    };
+    let only_vendor = {
+        let mut p = quiet();
+        let lens::config::ProcessorSpec::Wasm(w) = &mut p else {
+            unreachable!()
+        };
+        w.exporters = vec!["vendor".into()];
+        p
+    };
+    use lens_test_support::pipeline::LocalInstall;
+    let handle = Telemetry::builder(config(vec![only_vendor])).local();
+    super::log_every_third_debug(&handle, 30);
+    handle.force_flush(T).unwrap();
+    // Removed: every record reaches both.
+    let report = handle.reload_exporters(&config(vec![])).unwrap();
+    assert_eq!(report.processors, [Signal::Logs], "{report:?}");
+    super::log_every_third_debug(&handle, 30);
+    handle.force_flush(T).unwrap();
+    // Added for both.
+    handle.reload_exporters(&config(vec![quiet()])).unwrap();
+    super::log_every_third_debug(&handle, 30);
+    handle.shutdown(T).unwrap();
+    let stats = handle.stats();
+    let count = |name: &str| {
+        let e = stats.log_exporter(name).unwrap();
+        (e.received, e.exported, e.dropped_processor)
+    };
+    assert_eq!(count("vendor"), (90, 70, 20));
+    assert_eq!(count("local"), (90, 80, 10));
+    // Counted on under its name: 30 records, then 30 for each exporter.
+    let quiet = stats.log_processor("quiet").unwrap();
+    assert_eq!(
+        (quiet.received, quiet.dropped_processor),
+        (90, 30),
+        "{quiet:?}"
+    );
+}

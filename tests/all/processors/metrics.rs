@@ -498,3 +498,65 @@ fn a_reload_swaps_a_metric_processor_in_place() {
     assert!(!last.contains(&"train.tokens".to_string()), "{last:?}");
     handle.shutdown(T).unwrap();
 }
+
+#[test]
+fn a_reload_adds_and_removes_metric_processors() {
+    let dir = tempfile::tempdir().unwrap();
+    let vendor = || ExporterSpec::Wasm(recorder_at(dir.path(), "vendor", "m.jsonl", "typed", &[]));
+    let handle = install(vec![vendor()], None);
+    // The metrics of the collection exported now (none: no export), as names and as text.
+    let collection = || {
+        let exports = || {
+            lines(&dir.path().join("m.jsonl"))
+                .into_iter()
+                .filter(|l| l.get("metrics").is_some())
+                .collect::<Vec<_>>()
+        };
+        let before = exports().len();
+        record(&handle);
+        handle.force_flush(T).unwrap();
+        let after = exports();
+        let Some(last) = after.get(before) else {
+            return (Vec::new(), String::new());
+        };
+        let metrics = last["metrics"].as_array().unwrap().clone();
+        let names: Vec<String> = metrics
+            .iter()
+            .map(|m| m["name"].as_str().unwrap().to_string())
+            .collect();
+        (names, serde_json::Value::Array(metrics).to_string())
+    };
+    let (names, _) = collection();
+    assert_eq!(names, ["train.tokens"], "the noise filtered");
+    // Added: the token counter dropped too (nothing left to export); the redaction stays.
+    let mut more = processors();
+    more.push(processor(
+        "no-tokens",
+        "filter",
+        &[("names", "train.tokens")],
+        OnFault::Pass,
+    ));
+    let report = handle
+        .reload_exporters(&metric_config(vec![vendor()], more))
+        .unwrap();
+    assert_eq!(report.processors, [Signal::Metrics], "{report:?}");
+    let (names, _) = collection();
+    assert!(names.is_empty(), "{names:?}");
+    let stats = handle.stats();
+    let dropped = stats
+        .metric_processor("no-tokens")
+        .unwrap()
+        .dropped_processor;
+    assert_eq!(dropped, 1, "{:?}", stats.metric_processors);
+    // Removed, all of them: the next collection is the SDK's as it is, `user` included.
+    handle
+        .reload_exporters(&metric_config(vec![vendor()], Vec::new()))
+        .unwrap();
+    let (names, text) = collection();
+    assert_eq!(names, ["train.tokens", "train.noise"]);
+    assert!(text.contains("alice"), "no redaction any more: {text}");
+    handle.shutdown(T).unwrap();
+    let stats = handle.stats();
+    let v = stats.metric_exporter("vendor").unwrap();
+    assert_eq!(v.received, v.exported + v.dropped(), "{v:?}");
+}

@@ -1,6 +1,7 @@
 //! Processors in a rank's pipeline: the exporters they apply to, every span in exactly one
 //! counter of each exporter, a disabled processor, components built for 0.3.0 behind one, a
-//! processor swapped in place by a reload, and what a reload refuses.
+//! processor swapped in place by a reload, processors added, removed, reordered and re-aimed
+//! by reloads under load, and a refused one.
 
 use std::collections::HashMap;
 
@@ -237,37 +238,150 @@ fn a_reload_swaps_a_processor_s_settings_in_place_and_its_counts_carry_on() {
     assert_eq!((quiet.received, quiet.reloads), (18, 1));
 }
 
+/// The span names of each batch the recorder wrote to `file` in `dir`, in order.
+fn recorded_batches(dir: &std::path::Path, file: &str) -> Vec<Vec<String>> {
+    lines(&dir.join(file))
+        .into_iter()
+        .filter_map(|l| l.get("typed").cloned())
+        .map(|t| {
+            t.as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect()
+}
+
 #[test]
-fn a_reload_refuses_to_add_or_re_aim_processors_or_bypass_them() {
-    let p = || processor("drop-steps", "filter", &[("names", "step")], OnFault::Pass);
-    let handle = install(vec![named_none("local")], vec![p()]);
-    let refused = |config: LensConfig| handle.reload_exporters(&config).unwrap_err().to_string();
-    for (processors, what) in [
-        (vec![], "removed"),
-        (
-            vec![p(), processor("more", "noop", &[], OnFault::Pass)],
-            "added",
-        ),
-        (vec![only_for(p(), &["local"])], "re-aimed"),
-        (
-            vec![processor("drop-steps", "filter", &[], OnFault::Drop)],
-            "on_fault",
-        ),
-    ] {
-        let err = refused(config(vec![named_none("local")], processors));
-        assert!(
-            err.contains(
-                "[[traces.processors]] changed: a running rank can swap a processor's file"
-            ),
-            "{what}: {err}"
-        );
-    }
-    let err = refused(config(
-        vec![named_none("local"), named_none("new")],
-        vec![p()],
-    ));
-    assert!(err.contains("cannot be added"), "{err}");
+fn a_reload_adds_removes_reorders_and_re_aims_processors_under_load_each_batch_through_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let vendor = || ExporterSpec::Wasm(recorder_at(dir.path(), "vendor", "v.jsonl", "typed", &[]));
+    let drop =
+        |name: &str, names: &str| processor(name, "filter", &[("names", names)], OnFault::Drop);
+    let exporters = || vec![vendor(), named_none("local")];
+    let handle = install(exporters(), vec![drop("no-steps", "step")]);
+    let tracer = handle.tracer("t");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let producer = {
+        let (tracer, stop) = (tracer.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                tracer
+                    .start(["gen_ai.chat", "step", "data_loader"][n as usize % 3])
+                    .end();
+                n += 1;
+                if n.is_multiple_of(64) {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+            n
+        })
+    };
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(150));
+    pause();
+    // Added: a second filter after the first (every exporter).
+    let added = vec![drop("no-steps", "step"), drop("no-loading", "data_loader")];
+    let report = handle
+        .reload_exporters(&config(exporters(), added))
+        .unwrap();
+    assert_eq!(report.processors, [lens::Signal::Traces], "{report:?}");
+    assert_eq!(report.kept.len(), 2, "the exporters stay: {report:?}");
+    pause();
+    // Reordered, the first re-aimed at `local` only: the vendor now keeps its steps.
+    let reordered = vec![
+        drop("no-loading", "data_loader"),
+        only_for(drop("no-steps", "step"), &["local"]),
+    ];
+    handle
+        .reload_exporters(&config(exporters(), reordered))
+        .unwrap();
+    pause();
+    // Removed: none left for the vendor but the loading filter; renamed for good measure.
+    let renamed = vec![drop("loading-filter", "data_loader")];
+    handle
+        .reload_exporters(&config(exporters(), renamed))
+        .unwrap();
+    pause();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let produced = producer.join().unwrap();
     handle.shutdown(T).unwrap();
+
+    let stats = handle.stats();
+    let v = stats.exporter("vendor").unwrap();
+    assert_eq!(v.received, produced, "{v:?}");
+    assert_eq!(v.received, v.exported + v.dropped(), "{v:?}");
+    assert_eq!(v.dropped(), v.dropped_processor, "{v:?}");
+    let by: u64 = v.processors.values().map(|c| c.dropped).sum();
+    assert_eq!(
+        by, v.dropped_processor,
+        "every drop is one processor's: {v:?}"
+    );
+    // Each batch went through one chain: steps and loading never both in a batch (no chain
+    // kept both), and the vendor's batches show the first chain (no steps) before the last
+    // ones (no loading), never after.
+    let batches = recorded_batches(dir.path(), "v.jsonl");
+    let recorded: usize = batches.iter().map(Vec::len).sum();
+    assert_eq!(recorded as u64, v.exported);
+    let phase = |b: &Vec<String>| {
+        let steps = b.iter().any(|n| n == "step");
+        let loading = b.iter().any(|n| n == "data_loader");
+        assert!(!(steps && loading), "a batch through two chains: {b:?}");
+        // A batch of chats only could be any chain's.
+        match (steps, loading) {
+            (false, true) => Some(0),
+            (true, false) => Some(2),
+            _ => None,
+        }
+    };
+    let phases: Vec<u8> = batches.iter().filter_map(phase).collect();
+    assert!(phases.windows(2).all(|w| w[0] <= w[1]), "{phases:?}");
+    assert!(phases.contains(&0) && phases.contains(&2), "{phases:?}");
+    // `local` lost its steps until the last reload, and its loading after the second.
+    let local = stats.exporter("local").unwrap();
+    assert_eq!(local.received, produced);
+    assert_eq!(
+        local.received,
+        local.exported + local.dropped_processor,
+        "{local:?}"
+    );
+    for name in ["no-steps", "no-loading", "loading-filter"] {
+        let p = stats
+            .span_processor(name)
+            .unwrap_or_else(|| panic!("{name} listed"));
+        assert!(p.received > 0, "{name}: {p:?}");
+    }
+}
+
+#[test]
+fn a_refused_reload_of_processors_leaves_the_running_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let vendor = || ExporterSpec::Wasm(recorder_at(dir.path(), "vendor", "v.jsonl", "typed", &[]));
+    let p = || processor("drop-steps", "filter", &[("names", "step")], OnFault::Pass);
+    let handle = install(vec![vendor()], vec![p()]);
+    let mut broken = processor("more", "noop", &[], OnFault::Pass);
+    let ProcessorSpec::Wasm(w) = &mut broken else {
+        unreachable!()
+    };
+    w.component.path = dir.path().join("missing.wasm");
+    let err = handle
+        .reload_exporters(&config(vec![vendor()], vec![p(), broken]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("more") && err.contains("missing.wasm"),
+        "{err}"
+    );
+    end_spans(&handle, 9);
+    handle.shutdown(T).unwrap();
+    let v = handle.stats().exporter("vendor").cloned().unwrap();
+    assert_eq!(
+        (v.received, v.exported, v.dropped_processor),
+        (9, 6, 3),
+        "{v:?}"
+    );
+    assert!(handle.stats().span_processor("more").is_none());
 }
 
 #[test]
@@ -321,4 +435,27 @@ fn the_health_metrics_count_each_processor_s_drops_per_exporter() {
         "{spans:?}"
     );
     handle.shutdown(T).unwrap();
+}
+
+#[test]
+fn an_exporter_added_or_rebuilt_by_a_reload_gets_the_processors() {
+    let p = || processor("drop-steps", "filter", &[("names", "step")], OnFault::Pass);
+    let handle = install(vec![named_none("local")], vec![p()]);
+    end_spans(&handle, 9);
+    let mut rebuilt = config(vec![named_none("local"), named_none("new")], vec![p()]);
+    rebuilt.batch.max_export_batch_size = 7;
+    let report = handle.reload_exporters(&rebuilt).unwrap();
+    assert_eq!(report.added.len(), 1, "{report:?}");
+    assert_eq!(report.replaced.len(), 1, "{report:?}");
+    end_spans(&handle, 9);
+    handle.shutdown(T).unwrap();
+    let stats = handle.stats();
+    let count = |name: &str| {
+        let e = stats.exporter(name).unwrap();
+        (e.received, e.exported, e.dropped_processor)
+    };
+    assert_eq!(count("local"), (18, 12, 6));
+    assert_eq!(count("new"), (9, 6, 3));
+    let drop_steps = stats.span_processor("drop-steps").unwrap();
+    assert_eq!(drop_steps.received, 27, "{drop_steps:?}");
 }

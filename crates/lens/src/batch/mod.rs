@@ -11,6 +11,7 @@
 //! [`BatchQueue`] knows nothing of spans or logs: a [`BatchExport`] adapts one kind of exporter
 //! (`trace::processor`, `logs::processor`).
 
+mod chain;
 pub(crate) mod last_error;
 pub(crate) mod retry;
 #[cfg(test)]
@@ -35,6 +36,7 @@ use crate::config::BatchConfig;
 use crate::signal::Signal;
 #[cfg(test)]
 use crate::spool::{Opened, Spool};
+pub use chain::{Chain, Retained, Stages};
 pub(crate) use spooling::Spooling;
 pub use stats::{
     DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats, Processed,

@@ -11,7 +11,7 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::logs::{LogBatch, LogExporter, LogProcessor, SdkLogRecord};
 
 use crate::batch::{
-    BatchExport, BatchQueue, DropReason, ExportStage, ExporterStats, Processed, Spooling,
+    BatchExport, BatchQueue, Chain, DropReason, ExportStage, ExporterStats, Processed, Spooling,
     run_stages,
 };
 use crate::config::BatchConfig;
@@ -26,7 +26,7 @@ pub type Queued = (SdkLogRecord, InstrumentationScope);
 struct Records<E> {
     exporter: E,
     flush: fn(&E) -> OTelSdkResult,
-    processors: Vec<Arc<dyn ExportStage<Queued>>>,
+    processors: Arc<Chain<dyn ExportStage<Queued>>>,
     /// The provider's resource, for spool records.
     resource: Resource,
 }
@@ -35,7 +35,7 @@ impl<E: LogExporter + 'static> BatchExport for Records<E> {
     type Item = Queued;
 
     fn process(&self, batch: Vec<Queued>) -> (Vec<Queued>, Processed) {
-        run_stages(&self.processors, batch)
+        run_stages(self.processors.current().list(), batch)
     }
 
     fn export(&self, batch: Vec<Queued>) -> OTelSdkResult {
@@ -58,16 +58,16 @@ impl<E: LogExporter + 'static> BatchExport for Records<E> {
 
     fn shutdown_with_timeout(&mut self, timeout: Duration) -> OTelSdkResult {
         let result = self.exporter.shutdown_with_timeout(timeout);
-        self.processors.iter().for_each(|p| p.release(timeout));
+        self.processors.shutdown(timeout);
         result
     }
 
     fn set_resource(&mut self, resource: &Resource) {
         self.resource = resource.clone();
         self.exporter.set_resource(resource);
-        self.processors
-            .iter()
-            .for_each(|p| p.set_resource(resource));
+        for p in self.processors.current().list() {
+            p.set_resource(resource);
+        }
     }
 }
 
@@ -78,6 +78,8 @@ pub struct BatchLogProcessor {
     /// `None`: the exporter was disabled at setup; every record is counted as dropped.
     queue: Option<BatchQueue<Queued>>,
     stats: Arc<ExporterStats>,
+    /// The processors before its exporter (a reload replaces them; none when disabled).
+    chain: Option<Arc<Chain<dyn ExportStage<Queued>>>>,
 }
 
 impl BatchLogProcessor {
@@ -147,7 +149,8 @@ impl BatchLogProcessor {
     where
         E: LogExporter + 'static,
     {
-        processors.iter().for_each(|p| p.retain());
+        let processors = Arc::new(Chain::new(processors));
+        let chain = processors.clone();
         let records = Records {
             exporter,
             flush,
@@ -163,7 +166,13 @@ impl BatchLogProcessor {
                 spooling,
             )),
             stats,
+            chain: Some(chain),
         }
+    }
+
+    /// The processors before its exporter, which a reload replaces (none when disabled).
+    pub fn chain(&self) -> Option<Arc<Chain<dyn ExportStage<Queued>>>> {
+        self.chain.clone()
     }
 
     /// Its spool, if it has one.
@@ -175,7 +184,11 @@ impl BatchLogProcessor {
     /// records `reason` and counts every record from now on as dropped.
     pub fn disabled(stats: Arc<ExporterStats>, reason: String) -> Self {
         stats.record_disabled(reason);
-        Self { queue: None, stats }
+        Self {
+            queue: None,
+            stats,
+            chain: None,
+        }
     }
 
     /// The live statistics of this processor's exporter.

@@ -160,6 +160,12 @@ impl MetricSpool {
         Ok(())
     }
 
+    /// Writes `request` to the spool at once, its data points counted there (a hand-off
+    /// queue that is full: the collection waits on disk instead of being dropped).
+    pub fn spill(&self, request: &ExportMetricsServiceRequest, export: DirectExport) {
+        self.spool(request, export, None);
+    }
+
     /// Writes `request` to the spool, its data points counted there (unless the shutdown
     /// counted them already).
     fn spool(

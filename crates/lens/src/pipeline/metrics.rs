@@ -18,7 +18,7 @@ use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use serde_json::Value as Json;
 
-use crate::batch::{DropReason, ExporterStats};
+use crate::batch::{Chain, DropReason, ExporterStats, Retained};
 use crate::encoding::metrics::data_points;
 use crate::exporter::otlp::OtlpRequestSender;
 use crate::exporter::{ConsoleMetricExporter, OtlpMetricExporter};
@@ -46,8 +46,8 @@ pub enum MetricExporterKind {
 pub struct CountedMetricExporter {
     exporter: MetricExporterKind,
     stats: Arc<ExporterStats>,
-    /// The processors before it, in order.
-    processors: Vec<Arc<WasmProcessor>>,
+    /// The processors before it, in order (a reload replaces them).
+    processors: Arc<Chain<WasmProcessor>>,
     /// How an OTLP exporter sends a collection the processors edited.
     requests: Option<OtlpRequestSender>,
     /// Where collections go while the exporter cannot take them, if its entry has a spool.
@@ -60,7 +60,7 @@ impl CountedMetricExporter {
         Self {
             exporter,
             stats,
-            processors: Vec::new(),
+            processors: Arc::new(Chain::new(Vec::new())),
             requests: None,
             spool: None,
         }
@@ -77,11 +77,12 @@ impl CountedMetricExporter {
     async fn export_spooled(
         &self,
         spool: &MetricSpool,
+        processors: &[Arc<WasmProcessor>],
         metrics: &ResourceMetrics,
     ) -> OTelSdkResult {
         let export = self.stats.begin_direct_export(data_points(metrics));
         let mut request = ExportMetricsServiceRequest::from(metrics);
-        let (processed, _) = run_metric_processors_answers(&self.processors, &mut request);
+        let (processed, _) = run_metric_processors_answers(processors, &mut request);
         match self.stats.processed_direct(export, &processed.by) {
             Some(export) => spool.export(request, export).await,
             None => Ok(()),
@@ -95,19 +96,27 @@ impl CountedMetricExporter {
         processors: Vec<Arc<WasmProcessor>>,
         requests: Option<OtlpRequestSender>,
     ) -> Self {
-        processors.iter().for_each(|p| p.retain());
-        self.processors = processors;
+        self.processors = Arc::new(Chain::new(processors));
         self.requests = requests;
         self
     }
 
+    /// The processors before it, which a reload replaces.
+    pub(crate) fn chain(&self) -> Arc<Chain<WasmProcessor>> {
+        self.processors.clone()
+    }
+
     /// Exports `metrics` after the processors: counted from the start in data points, those
     /// the processors drop ending as `dropped_processor`.
-    async fn export_processed(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+    async fn export_processed(
+        &self,
+        processors: &[Arc<WasmProcessor>],
+        metrics: &ResourceMetrics,
+    ) -> OTelSdkResult {
         let started = Instant::now();
         let export = self.stats.begin_direct_export(data_points(metrics));
         let mut request = ExportMetricsServiceRequest::from(metrics);
-        let (processed, outcomes) = run_metric_processors_answers(&self.processors, &mut request);
+        let (processed, outcomes) = run_metric_processors_answers(processors, &mut request);
         let Some(export) = self.stats.processed_direct(export, &processed.by) else {
             return Ok(());
         };
@@ -151,11 +160,13 @@ impl CountedMetricExporter {
 
 impl PushMetricExporter for CountedMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        // The chain as it is now, for this whole collection.
+        let chain = self.processors.current();
         if let Some(spool) = &self.spool {
-            return self.export_spooled(spool, metrics).await;
+            return self.export_spooled(spool, chain.list(), metrics).await;
         }
-        if !self.processors.is_empty() && !matches!(self.exporter, MetricExporterKind::Disabled) {
-            return self.export_processed(metrics).await;
+        if !chain.list().is_empty() && !matches!(self.exporter, MetricExporterKind::Disabled) {
+            return self.export_processed(chain.list(), metrics).await;
         }
         match &self.exporter {
             MetricExporterKind::Otlp(e) => self.counted(metrics, e.export(metrics)).await,
@@ -180,9 +191,7 @@ impl PushMetricExporter for CountedMetricExporter {
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        for p in &self.processors {
-            p.release(timeout);
-        }
+        self.processors.shutdown(timeout);
         let result = match &self.exporter {
             MetricExporterKind::Otlp(e) => e.shutdown_with_timeout(timeout),
             MetricExporterKind::Console(e) => e.shutdown_with_timeout(timeout),
@@ -202,6 +211,16 @@ impl PushMetricExporter for CountedMetricExporter {
             MetricExporterKind::Wasm(e) => e.temporality(),
             MetricExporterKind::Disabled => Temporality::Cumulative,
         }
+    }
+}
+
+impl Retained for WasmProcessor {
+    fn retain(&self) {
+        WasmProcessor::retain(self);
+    }
+
+    fn release(&self, timeout: Duration) {
+        WasmProcessor::release(self, timeout);
     }
 }
 

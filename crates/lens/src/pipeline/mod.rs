@@ -4,6 +4,7 @@
 //! nothing of each other or of the configuration as a whole; [`metrics`] counts the data
 //! points of every metric entry.
 
+pub(crate) mod chains;
 pub mod metric_spool;
 pub mod metrics;
 pub(crate) mod reload;
@@ -87,6 +88,8 @@ pub(crate) struct Built<P> {
     pub wasm: Option<Arc<Reloadable>>,
     /// Its spool, if it has one (a reload rebuilding the entry hands it to the new processor).
     pub spool: Option<Arc<Spooling>>,
+    /// The processors before its exporter (what a reload changing them replaces).
+    pub chain: Option<chains::ChainHandle>,
 }
 
 impl<P> Built<P> {
@@ -95,6 +98,7 @@ impl<P> Built<P> {
             processor,
             wasm: None,
             spool: None,
+            chain: None,
         }
     }
 }
@@ -154,11 +158,33 @@ impl<'a> BuildContext<'a> {
         signal: Signal,
         exporters: &[ExporterSpec],
     ) -> Result<Vec<Arc<ExporterStats>>, LensError> {
+        let built = self.build_processors_reusing(signal, exporters, &|_| None, &|name| {
+            Arc::new(ExporterStats::new(name))
+        })?;
+        Ok(built.into_iter().map(|(stats, _)| stats).collect())
+    }
+
+    /// [`build_processors`](Self::build_processors) for a reload: a processor `reuse` gives
+    /// (the running one, when its entry did not change) is taken as it is, the others built
+    /// counting into `stats_for(name)`. Returns each processor's statistics, and whether it
+    /// was built (not reused), in the config's order.
+    pub(crate) fn build_processors_reusing(
+        &mut self,
+        signal: Signal,
+        exporters: &[ExporterSpec],
+        reuse: &dyn Fn(&ProcessorSpec) -> Option<Arc<WasmProcessor>>,
+        stats_for: &dyn Fn(&str) -> Arc<ExporterStats>,
+    ) -> Result<Vec<(Arc<ExporterStats>, bool)>, LensError> {
         let mut all_stats = Vec::new();
         let defaults = self.config.batch_for(signal);
         for spec in &self.config.signal(signal).processors {
             let name = spec.display_name();
-            let stats = Arc::new(ExporterStats::new(&name));
+            if let Some(running) = reuse(spec) {
+                all_stats.push((running.stats().clone(), false));
+                self.processors.push((signal, spec.clone(), running));
+                continue;
+            }
+            let stats = stats_for(&name);
             let lanes =
                 crate::config::guest_memory::processor_lanes(signal, spec, exporters, defaults);
             let inputs = self.host_inputs();
@@ -168,16 +194,26 @@ impl<'a> BuildContext<'a> {
                 Err(source) => {
                     let error =
                         crate::wasm::sandbox::link::setup_error(&name, spec.component(), source);
-                    let error = disable_or_fail(spec.component(), error, signal, false)?;
+                    let error = disable_or_fail(spec.component(), error, signal, self.reloading)?;
                     let (why, on_fault) = (error.to_string(), spec.on_fault());
                     WasmProcessor::disabled(&name, signal, on_fault, stats.clone(), why)
                 }
             };
-            all_stats.push(stats);
+            all_stats.push((stats, true));
             self.processors
                 .push((signal, spec.clone(), Arc::new(processor)));
         }
         Ok(all_stats)
+    }
+
+    /// The processors built (or reused) for `signal`, in the config's order, with their
+    /// entries.
+    pub(crate) fn processors_of(&self, signal: Signal) -> Vec<(ProcessorSpec, Arc<WasmProcessor>)> {
+        self.processors
+            .iter()
+            .filter(|(s, _, _)| *s == signal)
+            .map(|(_, spec, p)| (spec.clone(), p.clone()))
+            .collect()
     }
 
     /// The processors of `signal` that apply to the exporter called `name`, in the config's
@@ -252,6 +288,7 @@ impl<'a> BuildContext<'a> {
                     BatchSpanProcessor::with_spooling(exporter, edits, batch, stats.clone(), spool);
                 return Ok(Built {
                     spool: processor.spooling(),
+                    chain: Some(chains::ChainHandle::Spans(processor.chain())),
                     processor: Box::new(processor),
                     wasm: None,
                 });
@@ -279,6 +316,7 @@ impl<'a> BuildContext<'a> {
                         );
                         return Ok(Built {
                             spool: processor.spooling(),
+                            chain: Some(chains::ChainHandle::Spans(processor.chain())),
                             processor: Box::new(processor),
                             wasm,
                         });
@@ -293,7 +331,10 @@ impl<'a> BuildContext<'a> {
                 }
             }
         };
-        Ok(Built::native(Box::new(processor)))
+        Ok(Built {
+            chain: Some(chains::ChainHandle::Spans(processor.chain())),
+            ..Built::native(Box::new(processor))
+        })
     }
 
     /// Offers a running entry's spool to the entries built next (a reload rebuilding it).
@@ -361,7 +402,8 @@ impl<'a> BuildContext<'a> {
                         &|| self.runtime(),
                         stats.clone(),
                     )?));
-                } else if !processors.is_empty() {
+                } else {
+                    // Also without processors now: a reload may give it some.
                     requests = Some(OtlpRequestSender::build(
                         name,
                         &settings,
@@ -419,6 +461,7 @@ impl<'a> BuildContext<'a> {
             exporter = exporter.with_spool(s.clone());
             spool = Some(s);
         }
+        let chain = Some(chains::ChainHandle::Metrics(exporter.chain()));
         let reader = PeriodicReader::builder(exporter)
             .with_interval(interval)
             .build();
@@ -427,6 +470,7 @@ impl<'a> BuildContext<'a> {
                 processor: reader,
                 wasm,
                 spool: None,
+                chain,
             },
             stats,
             spool,
@@ -526,6 +570,7 @@ impl<'a> BuildContext<'a> {
         };
         Ok(Built {
             spool: processor.spooling(),
+            chain: processor.chain().map(chains::ChainHandle::Logs),
             processor,
             wasm,
         })

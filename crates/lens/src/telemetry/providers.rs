@@ -187,7 +187,7 @@ fn tracer_provider(
             let built = ctx.span_processor(&spec, &name, &stats)?;
             core.add(Some(name), built.processor, Some(stats.clone()));
             let entry = Running::new(Signal::Traces, spec, config, stats, built.wasm)
-                .with_spool(built.spool);
+                .with_parts(built.spool, built.chain);
             running.entries.push(entry);
         }
     }
@@ -260,7 +260,8 @@ fn meter_provider(
             builder = builder.with_reader(built.processor);
             all_stats.push(stats.clone());
             metric_spools.extend(spool);
-            let entry = Running::new(Signal::Metrics, spec, config, stats, built.wasm);
+            let entry = Running::new(Signal::Metrics, spec, config, stats, built.wasm)
+                .with_parts(None, built.chain);
             running.entries.push(entry);
         }
     }
@@ -305,8 +306,8 @@ fn logger_provider(
             let built = ctx.log_processor(&spec, &name, &stats)?;
             fanout.add(Some(name), built.processor);
             all_stats.add(stats.clone());
-            let entry =
-                Running::new(Signal::Logs, spec, config, stats, built.wasm).with_spool(built.spool);
+            let entry = Running::new(Signal::Logs, spec, config, stats, built.wasm)
+                .with_parts(built.spool, built.chain);
             running.entries.push(entry);
         }
     }

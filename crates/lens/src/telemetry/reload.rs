@@ -15,6 +15,7 @@ use std::time::Duration;
 use opentelemetry_sdk::Resource;
 
 use super::handle::{HandleInner, TelemetryHandle};
+use crate::Signal;
 use crate::config::env::EnvSource;
 use crate::config::{FileWatch, LensConfig};
 use crate::error::LensError;
@@ -89,7 +90,7 @@ fn reload(inner: &HandleInner, config: LensConfig) -> Result<ReloadReport, LensE
     };
     config.validate(&crate::config::ConfigSource::Code)?;
     let mut registry = state.registry.lock().unwrap_or_else(|p| p.into_inner());
-    let ctx = BuildContext::new(
+    let mut ctx = BuildContext::new(
         &config,
         state.env.as_ref(),
         state.rank,
@@ -98,11 +99,19 @@ fn reload(inner: &HandleInner, config: LensConfig) -> Result<ReloadReport, LensE
     .with_console(state.console.clone(), state.resource_order.clone())
     .with_guest_output(state.guest_output.clone())
     .for_reload();
+    let mut processor_stats = vec![
+        (Signal::Logs, &inner.log_processor_stats),
+        (Signal::Metrics, &inner.metric_processor_stats),
+    ];
+    if let Some(core) = inner.fanout.as_deref() {
+        processor_stats.push((Signal::Traces, core.processor_stats()));
+    }
     let fanouts = Fanouts {
         traces: inner.fanout.as_deref(),
         logs: inner.log_fanout.as_deref().map(|f| (f, &inner.log_stats)),
+        processor_stats,
     };
-    let pending = crate::pipeline::reload::prepare(&registry, config.clone(), &ctx, &fanouts)?;
+    let pending = crate::pipeline::reload::prepare(&registry, config.clone(), &mut ctx, &fanouts)?;
     let committed = {
         // A shutdown never sees half a reload: it waits for the swap, or the reload sees it.
         let shutdown = inner.shutdown.lock().unwrap_or_else(|p| p.into_inner());

@@ -13,8 +13,8 @@ pub(crate) mod self_metrics;
 mod tracer;
 
 pub use crate::batch::{
-    DeliveryStats, DirectExport, DropReason, ExportStage, ExporterSnapshot, ExporterStats,
-    Processed, ProcessorCounts, run_stages,
+    Chain, DeliveryStats, DirectExport, DropReason, ExportStage, ExporterSnapshot, ExporterStats,
+    Processed, ProcessorCounts, Retained, Stages, run_stages,
 };
 pub(crate) use fanout::{FanOutCore, FanOutSpanProcessor};
 pub use fanout::{TRUNCATED_ATTRIBUTE, TRUNCATED_REASON, TRUNCATED_REASON_KEY};

@@ -10,7 +10,7 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
 use crate::batch::{
-    BatchExport, BatchQueue, DropReason, ExportStage, ExporterStats, Processed, Spooling,
+    BatchExport, BatchQueue, Chain, DropReason, ExportStage, ExporterStats, Processed, Spooling,
     run_stages,
 };
 use crate::config::BatchConfig;
@@ -21,7 +21,7 @@ use crate::spool::{Opened, Spool};
 /// A span exporter driven by the batch queue, after the stages that apply to it.
 struct Spans<E> {
     exporter: E,
-    processors: Vec<Arc<dyn ExportStage<SpanData>>>,
+    processors: Arc<Chain<dyn ExportStage<SpanData>>>,
     /// The provider's resource, for spool records.
     resource: EncodedResource,
 }
@@ -30,7 +30,7 @@ impl<E: SpanExporter + 'static> BatchExport for Spans<E> {
     type Item = SpanData;
 
     fn process(&self, batch: Vec<SpanData>) -> (Vec<SpanData>, Processed) {
-        run_stages(&self.processors, batch)
+        run_stages(self.processors.current().list(), batch)
     }
 
     fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
@@ -51,16 +51,16 @@ impl<E: SpanExporter + 'static> BatchExport for Spans<E> {
 
     fn shutdown_with_timeout(&mut self, timeout: Duration) -> OTelSdkResult {
         let result = self.exporter.shutdown_with_timeout(timeout);
-        self.processors.iter().for_each(|p| p.release(timeout));
+        self.processors.shutdown(timeout);
         result
     }
 
     fn set_resource(&mut self, resource: &Resource) {
         self.resource = EncodedResource::new(resource);
         self.exporter.set_resource(resource);
-        self.processors
-            .iter()
-            .for_each(|p| p.set_resource(resource));
+        for p in self.processors.current().list() {
+            p.set_resource(resource);
+        }
     }
 }
 
@@ -69,6 +69,8 @@ impl<E: SpanExporter + 'static> BatchExport for Spans<E> {
 #[derive(Debug)]
 pub struct BatchSpanProcessor {
     queue: BatchQueue<SpanData>,
+    /// The processors before its exporter (a reload replaces them).
+    chain: Arc<Chain<dyn ExportStage<SpanData>>>,
 }
 
 impl BatchSpanProcessor {
@@ -121,7 +123,8 @@ impl BatchSpanProcessor {
     where
         E: SpanExporter + 'static,
     {
-        processors.iter().for_each(|p| p.retain());
+        let processors = Arc::new(Chain::new(processors));
+        let chain = processors.clone();
         let spans = Spans {
             exporter,
             processors,
@@ -129,7 +132,13 @@ impl BatchSpanProcessor {
         };
         Self {
             queue: BatchQueue::with_spooling(spans, config, stats, Signal::Traces, spooling),
+            chain,
         }
+    }
+
+    /// The processors before its exporter, which a reload replaces.
+    pub fn chain(&self) -> Arc<Chain<dyn ExportStage<SpanData>>> {
+        self.chain.clone()
     }
 
     /// Its spool, if it has one.

@@ -7,21 +7,32 @@ use opentelemetry_sdk::logs::LogProcessor as _;
 use opentelemetry_sdk::trace::SpanProcessor;
 
 use super::plan::{Planned, Step, not_applied, plan};
-use super::{Registry, ReloadReport, Running};
+use super::{Registry, ReloadReport, Running, RunningProcessor};
 use crate::batch::ExporterStats;
-use crate::config::{BatchConfig, ExporterSpec, LensConfig, WasmExporterSpec};
+use crate::config::{BatchConfig, ExporterSpec, LensConfig, ProcessorSpec, WasmExporterSpec};
 use crate::error::{LensError, ReloadStep};
 use crate::logs::{BatchLogProcessor, LogFanOut};
 use crate::pipeline::{BuildContext, Built};
 use crate::signal::Signal;
 use crate::slots::{Change, StatsList};
 use crate::trace::FanOutCore;
+use crate::wasm::WasmProcessor;
 use crate::wasm::reload::{Prepared, Reloadable, Swapped};
 
-/// The fan-outs a reload changes, with the statistics lists of their exporters.
+/// The fan-outs a reload changes, with the statistics lists of their exporters, and those
+/// of each signal's processors.
 pub(crate) struct Fanouts<'a> {
     pub traces: Option<&'a FanOutCore>,
     pub logs: Option<(&'a LogFanOut, &'a StatsList)>,
+    pub processor_stats: Vec<(Signal, &'a StatsList)>,
+}
+
+/// A signal's new processors (its configuration's order) for every exporter's chain, and the
+/// statistics of those built for it.
+struct Rechain {
+    signal: Signal,
+    processors: Vec<(ProcessorSpec, Arc<WasmProcessor>)>,
+    new_stats: Vec<Arc<ExporterStats>>,
 }
 
 /// One change to a signal's processors, with the registry's record of the entry after it.
@@ -44,6 +55,9 @@ pub(crate) struct Pending {
     report: ReloadReport,
     prepared: Vec<Prepared>,
     staged: Stage,
+    rechains: Vec<Rechain>,
+    /// Processors built for the reload (not running ones it keeps): shut down if abandoned.
+    built: Vec<Arc<WasmProcessor>>,
 }
 
 /// A reload applied, whose replaced exporters are still to end ([`Committed::finish`]).
@@ -61,7 +75,7 @@ pub(crate) struct Committed {
 pub(crate) fn prepare(
     registry: &Registry,
     new: LensConfig,
-    ctx: &BuildContext<'_>,
+    ctx: &mut BuildContext<'_>,
     fanouts: &Fanouts<'_>,
 ) -> Result<Pending, LensError> {
     let planned = plan(registry, &new)?;
@@ -69,6 +83,22 @@ pub(crate) fn prepare(
         not_applied: not_applied(&registry.config, &new),
         ..ReloadReport::default()
     };
+    let (mut rechains, mut new_processors) = (Vec::new(), Vec::new());
+    let processors = processors(
+        registry,
+        &planned,
+        &new,
+        (ctx, fanouts),
+        &mut rechains,
+        &mut new_processors,
+    );
+    if let Err(e) = processors {
+        let timeout = shutdown_timeout(&new.batch);
+        new_processors.iter().for_each(|p| p.shutdown(timeout));
+        return Err(e);
+    }
+    report.processors = rechains.iter().map(|r| r.signal).collect();
+    let ctx = &*ctx;
     let mut staged = Stage {
         reloadables: Vec::new(),
         spans: Vec::new(),
@@ -96,6 +126,8 @@ pub(crate) fn prepare(
         report,
         prepared,
         staged,
+        rechains,
+        built: new_processors,
     };
     match built {
         Ok(()) => Ok(pending),
@@ -112,6 +144,8 @@ impl Pending {
         drop(self.prepared);
         abandon(self.staged.spans, |p, t| p.shutdown_with_timeout(t));
         abandon(self.staged.logs, |p, t| p.shutdown_with_timeout(t));
+        let timeout = shutdown_timeout(&self.new.batch);
+        self.built.iter().for_each(|p| p.shutdown(timeout));
     }
 
     /// Applies the reload: each signal's changes at one instant, each wasm swap between two
@@ -123,6 +157,8 @@ impl Pending {
             report,
             prepared,
             staged,
+            rechains,
+            built: _,
         } = self;
         let mut swapped = Vec::new();
         for p in prepared {
@@ -168,6 +204,31 @@ impl Pending {
                 Some(slot) => *slot = entry,
                 None => registry.entries.push(entry),
             }
+        }
+        // Each exporter of a signal whose processors changed takes the new chain: its batches
+        // starting from now go through it; those running finish on the old one, whose
+        // processors no exporter uses any more then shut down.
+        for r in rechains {
+            for entry in registry.entries.iter().filter(|e| e.signal == r.signal) {
+                if let Some(chain) = &entry.chain {
+                    chain.replace(&r.processors, &entry.name);
+                }
+            }
+            if let Some((_, list)) = fanouts.processor_stats.iter().find(|(s, _)| *s == r.signal) {
+                r.new_stats.into_iter().for_each(|s| list.add(s));
+            }
+            registry.processors.retain(|p| p.signal != r.signal);
+            registry
+                .processors
+                .extend(
+                    r.processors
+                        .into_iter()
+                        .map(|(spec, processor)| RunningProcessor {
+                            signal: r.signal,
+                            name: spec.display_name(),
+                            processor,
+                        }),
+                );
         }
         registry.config = new;
         Committed {
@@ -246,6 +307,66 @@ fn abandon<P, R>(staged: Vec<Staged<P>>, shut: impl Fn(&P, Duration) -> R) {
     }
 }
 
+/// The processors of every signal the reload builds exporters of, in `ctx` before them: those
+/// of a signal whose processors changed places (`Rechain`) kept where their entry did not
+/// change and built otherwise (listed in `rechains`, the built ones in `built`); those of any
+/// other signal the running ones (a file swapped in place stays the same processor).
+fn processors(
+    registry: &Registry,
+    planned: &[Planned],
+    new: &LensConfig,
+    (ctx, fanouts): (&mut BuildContext<'_>, &Fanouts<'_>),
+    rechains: &mut Vec<Rechain>,
+    built: &mut Vec<Arc<WasmProcessor>>,
+) -> Result<(), LensError> {
+    for &signal in &registry.signals {
+        let rechain = planned
+            .iter()
+            .any(|p| p.signal == signal && matches!(p.step, Step::Rechain));
+        let running = |name: &str| {
+            registry
+                .processors
+                .iter()
+                .find(|p| p.signal == signal && p.name == name)
+                .map(|p| p.processor.clone())
+        };
+        let old = &registry.config.signal(signal).processors;
+        let reuse = |spec: &ProcessorSpec| {
+            let name = spec.display_name();
+            let unchanged = !rechain || old.iter().any(|o| o == spec);
+            running(&name).filter(|_| unchanged)
+        };
+        // A processor of a name seen before counts on in its counters.
+        let listed = fanouts.processor_stats.iter().find(|(s, _)| *s == signal);
+        let stats_for = |name: &str| match (running(name), listed) {
+            (Some(p), _) => p.stats().clone(),
+            (None, Some((_, list))) => list.named_or_new(name),
+            (None, None) => Arc::new(ExporterStats::new(name)),
+        };
+        let exporters = new.exporters_of(signal);
+        let made = ctx.build_processors_reusing(signal, &exporters, &reuse, &stats_for)?;
+        let processors = ctx.processors_of(signal);
+        for ((_, p), (_, is_new)) in processors.iter().zip(&made) {
+            if *is_new {
+                built.push(p.clone());
+            }
+        }
+        if rechain {
+            let new_stats = made
+                .into_iter()
+                .filter(|(_, is_new)| *is_new)
+                .map(|(s, _)| s)
+                .collect();
+            rechains.push(Rechain {
+                signal,
+                processors,
+                new_stats,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Builds the processors of replaced and added span and log entries, and lists the wasm
 /// swaps, filling in the report's entry lists.
 fn stage(
@@ -285,6 +406,7 @@ fn stage(
                 staged.reloadables.push((reloadable.clone(), w.clone()));
                 continue;
             }
+            Step::Rechain => continue,
             Step::Replace(spec) => {
                 report.replaced.push(entry);
                 spec
@@ -316,9 +438,10 @@ fn stage(
                     processor,
                     wasm,
                     spool,
+                    chain,
                 } = ctx.span_processor(spec, &p.name, &stats).map_err(refused)?;
                 let running =
-                    Running::new(p.signal, spec.clone(), new, stats, wasm).with_spool(spool);
+                    Running::new(p.signal, spec.clone(), new, stats, wasm).with_parts(spool, chain);
                 staged.spans.push((change(p, processor), Some(running)));
             }
             _ => {
@@ -326,9 +449,10 @@ fn stage(
                     processor,
                     wasm,
                     spool,
+                    chain,
                 } = ctx.log_processor(spec, &p.name, &stats).map_err(refused)?;
                 let running =
-                    Running::new(p.signal, spec.clone(), new, stats, wasm).with_spool(spool);
+                    Running::new(p.signal, spec.clone(), new, stats, wasm).with_parts(spool, chain);
                 staged.logs.push((change(p, processor), Some(running)));
             }
         }

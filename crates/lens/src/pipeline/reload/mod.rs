@@ -11,7 +11,8 @@
 //! provider's readers when it is built, so a metric entry can only be swapped in place. A
 //! processor entry (`[[traces.processors]]` & co.) with a new file or new settings gets its new
 //! component swapped in place the same way; adding, removing, reordering or re-aiming
-//! processors needs a restart.
+//! processors gives every exporter of the signal a new chain (`batch::Chain`), each batch
+//! going through the old chain or the new one whole.
 mod apply;
 mod plan;
 
@@ -19,6 +20,7 @@ use std::sync::Arc;
 
 use crate::batch::{ExporterStats, Spooling};
 use crate::config::{BatchConfig, ExporterSpec, LensConfig};
+use crate::pipeline::chains::ChainHandle;
 use crate::signal::Signal;
 use crate::wasm::reload::Reloadable;
 use crate::wasm::{Reloaded, WasmProcessor};
@@ -37,6 +39,8 @@ pub(crate) struct Running {
     pub wasm: Option<Arc<Reloadable>>,
     /// Its spool, if it has one: a rebuilt entry takes it on.
     pub spool: Option<Arc<Spooling>>,
+    /// The processors before its exporter, which a reload changing them replaces.
+    pub chain: Option<ChainHandle>,
 }
 
 impl Running {
@@ -55,12 +59,18 @@ impl Running {
             stats,
             wasm,
             spool: None,
+            chain: None,
         }
     }
 
-    /// With its spool.
-    pub(crate) fn with_spool(mut self, spool: Option<Arc<Spooling>>) -> Self {
+    /// With its spool and its processor chain.
+    pub(crate) fn with_parts(
+        mut self,
+        spool: Option<Arc<Spooling>>,
+        chain: Option<ChainHandle>,
+    ) -> Self {
         self.spool = spool;
+        self.chain = chain;
         self
     }
 }
@@ -86,6 +96,9 @@ pub(crate) struct Registry {
 /// What a reload did, entry by entry (`(signal, exporter name)` pairs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReloadReport {
+    /// The signals whose processors were added, removed, reordered, renamed or re-aimed: every
+    /// exporter of each got the new chain.
+    pub processors: Vec<Signal>,
     /// Wasm exporters (and processors) now running a new component, swapped in place.
     pub reloaded: Vec<Reloaded>,
     /// Entries whose processor was rebuilt (same counters): kind, batch settings or `[otlp]`
@@ -106,6 +119,7 @@ impl ReloadReport {
     /// Whether the reload changed any exporter.
     pub fn changed_anything(&self) -> bool {
         !(self.reloaded.is_empty()
+            && self.processors.is_empty()
             && self.replaced.is_empty()
             && self.added.is_empty()
             && self.removed.is_empty())

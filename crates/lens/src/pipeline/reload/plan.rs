@@ -20,6 +20,10 @@ pub(super) enum Step {
     Replace(ExporterSpec),
     Add(ExporterSpec),
     Remove,
+    /// The signal's processors were added, removed, reordered, renamed or re-aimed: every
+    /// exporter of the signal gets the new chain (processors whose entry did not change are
+    /// kept as they run).
+    Rechain,
 }
 
 pub(super) struct Planned {
@@ -57,15 +61,26 @@ pub(super) fn plan(registry: &Registry, new: &LensConfig) -> Result<Vec<Planned>
         let same_places =
             old.len() == now.len() && old.iter().zip(now).all(|(a, b)| a.same_place_as(b));
         if !same_places {
-            let name = now.first().or(old.first()).map(|p| p.display_name());
-            return Err(refuse(
-                &name.unwrap_or_default(),
-                format!(
-                    "[[{signal}.processors]] changed: a running rank can swap a processor's file \
-                     and settings, not add, remove, reorder or rename processors or change their \
-                     `exporters` or `on_fault`; restart it"
-                ),
-            ));
+            let running = registry.processors.iter().any(|p| p.signal == signal);
+            if !registry.signals.contains(&signal) && running {
+                let name = now.first().or(old.first()).map(|p| p.display_name());
+                return Err(refuse(
+                    &name.unwrap_or_default(),
+                    format!(
+                        "[[{signal}.processors]] changed for exporters injected in code: their \
+                         processors can swap a file and settings in place, and change otherwise \
+                         at the next start"
+                    ),
+                ));
+            }
+            if registry.signals.contains(&signal) {
+                planned.push(Planned {
+                    signal,
+                    name: format!("[[{signal}.processors]]"),
+                    step: Step::Rechain,
+                });
+            }
+            continue;
         }
         for spec in now {
             let name = spec.display_name();
@@ -153,20 +168,8 @@ pub(super) fn plan(registry: &Registry, new: &LensConfig) -> Result<Vec<Planned>
             }
             Step::Add(_) => "added",
             Step::Remove => "removed",
-            Step::Keep | Step::Swap(_) | Step::SwapProcessor(..) => continue,
+            Step::Keep | Step::Swap(_) | Step::SwapProcessor(..) | Step::Rechain => continue,
         };
-        if !new.signal(p.signal).processors.is_empty() && !matches!(p.step, Step::Remove) {
-            // A rebuilt or added exporter would miss the processors (a redaction skipped).
-            let signal = p.signal;
-            return Err(refuse(
-                &p.name,
-                format!(
-                    "a [{signal}] entry cannot be {what} in a running installation with \
-                     [[{signal}.processors]]; restart the rank to apply it (a wasm entry can \
-                     change its file and settings in place)"
-                ),
-            ));
-        }
         if p.signal == Signal::Metrics {
             return Err(refuse(
                 &p.name,
