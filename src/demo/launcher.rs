@@ -95,16 +95,16 @@ fn write_summary(results: &[RankResult], args: &DemoArgs, job: &Job) {
 /// run itself is over and its data is in the folder).
 fn write_report(job: &Job) {
     let options = lens::report::ReportOptions::default();
-    match lens::report::write_report(&job.out, &options) {
-        Ok(r) => println!("report: {r}"),
+    // One reading of the run folder for both files.
+    match lens::report::write_report_and_perfetto(&job.out, &options) {
+        Ok((page, trace)) => {
+            println!("report: {page}");
+            println!(
+                "perfetto trace: {} (open it in ui.perfetto.dev)",
+                trace.path.display()
+            );
+        }
         Err(e) => println!("report: not written: {e}"),
-    }
-    match lens::report::write_perfetto(&job.out, &options) {
-        Ok(r) => println!(
-            "perfetto trace: {} (open it in ui.perfetto.dev)",
-            r.path.display()
-        ),
-        Err(e) => println!("perfetto trace: not written: {e}"),
     }
 }
 

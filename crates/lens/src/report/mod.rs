@@ -185,59 +185,101 @@ fn title(run: &model::RunData, dir: &Path) -> String {
     format!("Lens report: {name}")
 }
 
-/// Reads and analyses `dir`, then writes `default_name` in it (or the option's output) with
-/// `render`; what the run holds, for the caller to print.
+/// Where an output is written.
+type Out = std::io::BufWriter<std::fs::File>;
+
+/// How one output is written from a run read and analysed.
+type Render<'a> = &'a dyn Fn(&model::RunData, &analysis::Analysis, &mut Out) -> std::io::Result<()>;
+
+/// Reads and analyses `dir`, then writes each `(default_name, render)` in it (the option's
+/// output instead when there is one output): one reading for every output.
 fn write_with(
     dir: &Path,
     options: &ReportOptions,
-    default_name: &str,
-    render: impl FnOnce(
-        &model::RunData,
-        &analysis::Analysis,
-        &mut std::io::BufWriter<std::fs::File>,
-    ) -> std::io::Result<()>,
-) -> Result<Report, ReportError> {
+    outputs: &[(&str, Render<'_>)],
+) -> Result<Vec<Report>, ReportError> {
     checked(options)?;
     let mut run = read_run(dir, options.config.as_deref())?;
     let a = analysis::analyse(&mut run, options.straggler_threshold);
-    let path = options
-        .output
-        .clone()
-        .unwrap_or_else(|| dir.join(default_name));
-    let bytes = write_atomically(&path, |out| render(&run, &a, out))?;
     let ranks_where = |f: fn(&analysis::RankView) -> bool| {
-        a.ranks.iter().filter(|r| f(r)).map(|r| r.rank).collect()
+        a.ranks
+            .iter()
+            .filter(|r| f(r))
+            .map(|r| r.rank)
+            .collect::<Vec<_>>()
     };
-    Ok(Report {
-        path,
-        bytes,
-        ranks: a.ranks.len(),
-        spans: run.span_count(),
-        skipped: run.skipped.total(),
-        stragglers: ranks_where(|r| r.straggler),
-        crashed: ranks_where(|r| r.crashed.is_some()),
-    })
+    let mut reports = Vec::new();
+    for (default_name, render) in outputs {
+        let path = match (&options.output, outputs.len()) {
+            (Some(out), 1) => out.clone(),
+            _ => dir.join(default_name),
+        };
+        let bytes = write_atomically(&path, |out| render(&run, &a, out))?;
+        reports.push(Report {
+            path,
+            bytes,
+            ranks: a.ranks.len(),
+            spans: run.span_count(),
+            skipped: run.skipped.total(),
+            stragglers: ranks_where(|r| r.straggler),
+            crashed: ranks_where(|r| r.crashed.is_some()),
+        });
+    }
+    Ok(reports)
+}
+
+fn render_page(
+    dir: &Path,
+) -> impl Fn(&model::RunData, &analysis::Analysis, &mut Out) -> std::io::Result<()> {
+    move |run, a, out| {
+        use std::io::Write as _;
+        let data = page::data(run, a, &title(run, dir));
+        out.write_all(page::render(&data).as_bytes())
+    }
+}
+
+fn render_perfetto(
+    run: &model::RunData,
+    a: &analysis::Analysis,
+    out: &mut Out,
+) -> std::io::Result<()> {
+    let node_of = |rank: u32| {
+        a.ranks
+            .iter()
+            .find(|r| r.rank == rank)
+            .map(|r| r.node.clone())
+            .unwrap_or_default()
+    };
+    perfetto::write(run, a.t0, &node_of, out).map(|_| ())
+}
+
+/// The one report `write_with` made for one output.
+fn only(mut reports: Vec<Report>) -> Report {
+    reports.pop().expect("one output, one report")
 }
 
 /// Writes `RUN_DIR/report.html` (or the option's output) from the run folder `dir`.
 pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<Report, ReportError> {
-    write_with(dir, options, "report.html", |run, a, out| {
-        use std::io::Write as _;
-        let data = page::data(run, a, &title(run, dir));
-        out.write_all(page::render(&data).as_bytes())
-    })
+    let page = render_page(dir);
+    write_with(dir, options, &[("report.html", &page)]).map(only)
 }
 
 /// Writes `RUN_DIR/trace.json` (or the option's output), the run's spans as trace events.
 pub fn write_perfetto(dir: &Path, options: &ReportOptions) -> Result<Report, ReportError> {
-    write_with(dir, options, "trace.json", |run, a, out| {
-        let node_of = |rank: u32| {
-            a.ranks
-                .iter()
-                .find(|r| r.rank == rank)
-                .map(|r| r.node.clone())
-                .unwrap_or_default()
-        };
-        perfetto::write(run, a.t0, &node_of, out).map(|_| ())
-    })
+    write_with(dir, options, &[("trace.json", &render_perfetto)]).map(only)
+}
+
+/// Writes both `RUN_DIR/report.html` and `RUN_DIR/trace.json` from one reading of the folder
+/// (what `lens demo` writes at its end; `options.output` names one file, so it is not used).
+pub fn write_report_and_perfetto(
+    dir: &Path,
+    options: &ReportOptions,
+) -> Result<(Report, Report), ReportError> {
+    let page = render_page(dir);
+    let outputs: [(&str, Render<'_>); 2] =
+        [("report.html", &page), ("trace.json", &render_perfetto)];
+    let mut reports = write_with(dir, options, &outputs)?;
+    let trace = reports.pop().expect("two outputs");
+    let page = reports.pop().expect("two outputs");
+    Ok((page, trace))
 }

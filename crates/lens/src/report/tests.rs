@@ -342,3 +342,23 @@ fn the_perfetto_file_has_every_span_once_nested_per_thread() {
     crate::testing::assert_trace_events_nest(spans.iter().copied());
     assert!(spans.iter().any(|e| e["name"] == "export" && e["tid"] == 1));
 }
+
+/// One reading for both files writes what the two commands write, byte for byte.
+#[test]
+fn the_page_and_the_trace_from_one_reading_are_those_of_two() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), 3, 5, Some(1));
+    let (page, trace) =
+        super::write_report_and_perfetto(dir.path(), &ReportOptions::default()).unwrap();
+    let (page_bytes, trace_bytes) = (
+        std::fs::read(&page.path).unwrap(),
+        std::fs::read(&trace.path).unwrap(),
+    );
+    assert_eq!(page.path, dir.path().join("report.html"));
+    assert_eq!(trace.path, dir.path().join("trace.json"));
+    assert_eq!((page.stragglers.clone(), page.spans), (vec![1], 3 * 10));
+    let again = write_report(dir.path(), &ReportOptions::default()).unwrap();
+    assert_eq!(std::fs::read(&again.path).unwrap(), page_bytes);
+    let again = write_perfetto(dir.path(), &ReportOptions::default()).unwrap();
+    assert_eq!(std::fs::read(&again.path).unwrap(), trace_bytes);
+}
