@@ -221,6 +221,9 @@ fn main() {
     if opts.only.iter().any(|s| s == "outage") {
         outage::outage(&opts, &mut rows);
     }
+    if opts.only.iter().any(|s| s == "typed-crossing") {
+        processors::typed_crossing(&opts, &mut rows);
+    }
     if opts.only.iter().any(|s| s == "processors") {
         processors::processors(&opts, &mut rows);
         signal_processors::signal_processors(&opts, &mut rows);

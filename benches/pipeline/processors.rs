@@ -173,3 +173,31 @@ pub(crate) fn processors(opts: &Opts, rows: &mut Vec<Row>) {
         });
     }
 }
+
+/// Section `typed-crossing` (`--only typed-crossing [--batches N]`, for profiles): only the
+/// typed no-op and the typed redaction on the 512-span batch, `N` rounds each (default 300).
+pub(crate) fn typed_crossing(opts: &Opts, rows: &mut Vec<Row>) {
+    let rounds = opts.batches.unwrap_or(300);
+    let spans = batch();
+    let resource = Resource::builder_empty().build();
+    let keys = KEYS.join(",");
+    for (name, mode, extra) in [
+        ("typed no-op", "noop", vec![("encoding", "typed")]),
+        ("typed redaction", "redact", vec![("keys", keys.as_str())]),
+    ] {
+        let p = WasmProcessor::from_config(mode, &spec(mode, &extra), &resource)
+            .unwrap()
+            .0;
+        p.process_spans(spans.clone()); // warm
+        let ns = per_item(rounds, &spans, spans.len(), |b| {
+            std::hint::black_box(p.process_spans(b));
+        });
+        rows.push(Row {
+            group: GROUP,
+            name: name.into(),
+            value: ns,
+            unit: "ns/span",
+            ratio: None,
+        });
+    }
+}
