@@ -48,8 +48,9 @@ KEYWORDS = """Every keyword has the meaning and default of the same key in a ``k
     - ``spool`` (every signal, queued modes): keep what the exporter cannot take now on disk
       and send it when it is back, here or in the next process: ``{"dir": "/scratch/spool",
       "max_mib": 1024, "when_full": "drop_oldest"}`` (or a directory as a ``str``; ``dir``
-      takes ``{service}``, ``{rank}``, ``{exporter}``, default under ``~/.cache/lens/spool``
-      named by ``OTEL_SERVICE_NAME``, ``RANK`` and the exporter; ``docs/spool.md``); the
+      takes ``{service}``, ``{rank}``, ``{signal}``, ``{exporter}``, default under
+      ``~/.cache/lens/spool`` named by ``OTEL_SERVICE_NAME``, ``RANK``, the signal and the
+      exporter; ``docs/spool.md``); the
       statistics gain ``spooled``, ``replayed``, ``in_spool``, ``dropped_spool_full``;
     - ``processors`` (hand-off only): sandboxed processors run on each batch (or metric
       collection) before the exporter, in order, each a ``[[traces.processors]]`` (or

@@ -217,3 +217,42 @@ fn a_sandboxed_metric_exporter_spools_while_its_vendor_is_away() {
     assert!(s.spooled > 0 && s.replayed == s.spooled, "{s:?}");
     assert_eq!(points_received(vendor.as_ref().unwrap()), s.exported);
 }
+
+#[test]
+fn a_shutdown_that_stops_waiting_for_a_hung_metric_export_releases_the_spool() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    // A collector that takes the connection and never answers: the last collection's export
+    // hangs past the reader's own shutdown wait (5 s).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let _held = std::thread::spawn(move || {
+        let conns: Vec<_> = listener.incoming().take(64).collect();
+        std::thread::sleep(Duration::from_secs(60));
+        drop(conns);
+    });
+    let exporter = ExporterSpec::Otlp(OtlpExporterSpec {
+        timeout_ms: Some(20_000),
+        spool: Some(spool_in(&spool)),
+        ..otlp_spec(
+            OtlpProtocol::HttpProtobuf,
+            format!("http://127.0.0.1:{port}/v1/metrics"),
+        )
+    });
+    let handle = Telemetry::builder(metrics_only(exporter))
+        .rank(0)
+        .world_size(1)
+        .local();
+    train(&handle, Duration::from_millis(50), |_| true);
+    let started = Instant::now();
+    let _ = handle.shutdown(Duration::from_secs(2));
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the shutdown is bounded"
+    );
+    // Released: the next installation (here, or the restarted rank) opens it at once.
+    let limits = lens::spool::SpoolLimits::new(1 << 20, lens::spool::WhenFull::DropOldest);
+    lens::spool::Spool::open(&spool, lens::Signal::Metrics, limits).unwrap();
+    let s = metric_exporter(&handle);
+    assert_accounted(&s);
+}

@@ -279,3 +279,74 @@ fn an_entry_rebuilt_by_a_reload_during_an_outage_keeps_its_spool_and_sends_each_
     )
     .unwrap();
 }
+
+#[test]
+fn each_entry_gets_its_own_default_spool_and_two_entries_never_share_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = |signal| format!("http://127.0.0.1:9/v1/{signal}");
+    let entry = |signal: lens::Signal, spool: lens::config::SpoolSpec| {
+        ExporterSpec::Otlp(OtlpExporterSpec {
+            spool: Some(spool),
+            timeout_ms: Some(300),
+            ..otlp_spec(OtlpProtocol::HttpProtobuf, endpoint(signal))
+        })
+    };
+    let config = |logs_spool: lens::config::SpoolSpec| LensConfig {
+        metrics_enabled: true,
+        logs_enabled: true,
+        traces: SignalConfig {
+            exporters: vec![entry(lens::Signal::Traces, Default::default())],
+            processors: Vec::new(),
+        },
+        metrics: SignalConfig {
+            exporters: vec![entry(lens::Signal::Metrics, Default::default())],
+            processors: Vec::new(),
+        },
+        logs: SignalConfig {
+            exporters: vec![entry(lens::Signal::Logs, logs_spool)],
+            processors: Vec::new(),
+        },
+        ..exporting()
+    };
+    let env = std::collections::HashMap::from([(
+        "LENS_SPOOL_DIR".to_string(),
+        dir.path().display().to_string(),
+    )]);
+    let install = |config| {
+        Telemetry::builder(config)
+            .rank(0)
+            .world_size(1)
+            .env(env.clone())
+            .install_global(false)
+            .install()
+    };
+    // Three entries named `otlp`, one per signal: three spools, each under its signal.
+    let handle = install(config(Default::default())).unwrap();
+    let service = handle
+        .resource()
+        .get(&lens::opentelemetry::Key::from_static_str("service.name"))
+        .unwrap()
+        .to_string();
+    let rank = dir.path().join(service).join("rank-0");
+    for signal in ["traces", "metrics", "logs"] {
+        assert!(
+            rank.join(signal).join("otlp").join("lock").is_file(),
+            "{signal}"
+        );
+    }
+    handle.shutdown(Duration::from_secs(2)).ok();
+    // A `dir` naming the traces entry's spool for the log entry: refused, naming both.
+    let shared = lens::config::SpoolSpec {
+        dir: Some(rank.join("traces").join("otlp")),
+        ..Default::default()
+    };
+    let Err(err) = install(config(shared)) else {
+        panic!("two entries shared a spool");
+    };
+    let err = err.to_string();
+    assert!(
+        err.contains("exporter `otlp`: cannot open its spool")
+            && err.contains("is also that of traces exporter `otlp`"),
+        "{err}"
+    );
+}

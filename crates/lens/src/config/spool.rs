@@ -20,11 +20,12 @@ use crate::spool::{Opened, Spool, SpoolError, SpoolLimits};
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SpoolSpec {
-    /// The spool's directory, one per rank and exporter: `{service}`, `{rank}` and `{exporter}`
-    /// are replaced (the service name, the rank, the exporter's name); relative to the config
-    /// file. Default: `$LENS_SPOOL_DIR` (or `$XDG_CACHE_HOME/lens/spool`, else
-    /// `~/.cache/lens/spool`) `/{service}/rank-{rank}/{exporter}`. Example:
-    /// `dir = "/scratch/spool/{service}/{rank}/{exporter}"`.
+    /// The spool's directory, one per rank and exporter: `{service}`, `{rank}`, `{signal}` and
+    /// `{exporter}` are replaced (the service name, the rank, `traces`/`metrics`/`logs`, the
+    /// exporter's name); relative to the config file. Two entries of one rank never share one
+    /// (setup names both). Default: `$LENS_SPOOL_DIR` (or `$XDG_CACHE_HOME/lens/spool`, else
+    /// `~/.cache/lens/spool`) `/{service}/rank-{rank}/{signal}/{exporter}`. Example:
+    /// `dir = "/scratch/spool/{service}/{rank}/{signal}-{exporter}"`.
     pub dir: Option<PathBuf>,
     /// Disk the spool may use, MiB (1 to 1048576). Default 1024. Example: `max_mib = 2048`.
     pub max_mib: Option<u64>,
@@ -68,15 +69,16 @@ impl SpoolSpec {
         }
     }
 
-    /// The directory of `exporter`'s spool on `rank` of `service`: `dir` with its placeholders
-    /// replaced, or the default under the cache directory. Names are made path-safe (a service
-    /// called `a/b` does not reach another directory).
+    /// The directory of the spool of `exporter` (of `signal`) on `rank` of `service`: `dir`
+    /// with its placeholders replaced, or the default under the cache directory. Names are
+    /// made path-safe (a service called `a/b` does not reach another directory).
     pub fn resolved_dir(
         &self,
         env: &dyn crate::config::env::EnvSource,
         service: &str,
         rank: u32,
         exporter: &str,
+        signal: crate::Signal,
     ) -> PathBuf {
         let (service, exporter) = (path_safe(service), path_safe(exporter));
         match &self.dir {
@@ -84,11 +86,13 @@ impl SpoolSpec {
                 dir.to_string_lossy()
                     .replace("{service}", &service)
                     .replace("{rank}", &rank.to_string())
+                    .replace("{signal}", signal.as_str())
                     .replace("{exporter}", &exporter),
             ),
             None => default_root(env)
                 .join(service)
                 .join(format!("rank-{rank}"))
+                .join(signal.as_str())
                 .join(exporter),
         }
     }
@@ -105,7 +109,7 @@ impl SpoolSpec {
         exporter: &str,
         signal: crate::Signal,
     ) -> Result<(Spool, Opened), SpoolError> {
-        let dir = self.resolved_dir(env, service, rank, exporter);
+        let dir = self.resolved_dir(env, service, rank, exporter, signal);
         Spool::open(&dir, signal, self.limits())
     }
 
@@ -155,16 +159,16 @@ mod tests {
         let env: HashMap<String, String> = [("HOME".to_string(), "/home/u".to_string())].into();
         let spec = SpoolSpec::default();
         assert_eq!(
-            spec.resolved_dir(&env, "llama/7b", 3, "otlp"),
-            PathBuf::from("/home/u/.cache/lens/spool/llama_7b/rank-3/otlp")
+            spec.resolved_dir(&env, "llama/7b", 3, "otlp", crate::Signal::Logs),
+            PathBuf::from("/home/u/.cache/lens/spool/llama_7b/rank-3/logs/otlp")
         );
         let spec = SpoolSpec {
-            dir: Some("/scratch/{service}/{rank}/{exporter}".into()),
+            dir: Some("/scratch/{service}/{rank}/{signal}-{exporter}".into()),
             ..Default::default()
         };
         assert_eq!(
-            spec.resolved_dir(&env, "svc", 0, ".."),
-            PathBuf::from("/scratch/svc/0/_")
+            spec.resolved_dir(&env, "svc", 0, "..", crate::Signal::Metrics),
+            PathBuf::from("/scratch/svc/0/metrics-_")
         );
         assert!(
             SpoolSpec {

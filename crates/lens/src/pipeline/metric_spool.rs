@@ -90,6 +90,8 @@ pub struct MetricSpool {
     /// Someone (the reader's export, a flush, the shutdown) is replaying: one at a time, so
     /// that no record is sent twice by this process.
     replaying: AtomicBool,
+    /// Given up (by the exporter's shutdown, or the installation's when the reader's timed out).
+    released: AtomicBool,
 }
 
 impl std::fmt::Debug for MetricSpool {
@@ -125,6 +127,7 @@ impl MetricSpool {
             stats,
             budget: replay_budget(interval),
             replaying: AtomicBool::new(false),
+            released: AtomicBool::new(false),
         }
     }
 
@@ -256,8 +259,12 @@ impl MetricSpool {
         }
     }
 
-    /// Gives the spool up (the exporter shut down), saying what stays in it.
+    /// Gives the spool up (the exporter shut down, or the installation did while the reader's
+    /// last export hung), saying what stays in it; once.
     pub fn release(&self) {
+        if self.released.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let left = self.spooling.held();
         if left > 0 {
             log::warn!(

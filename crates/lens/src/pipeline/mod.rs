@@ -31,6 +31,7 @@ use crate::exporter::{
 use crate::logs::{BatchLogProcessor, Queued};
 use crate::rank::RankInfo;
 use crate::signal::Signal;
+use crate::spool::{Opened, Spool};
 use crate::trace::{BatchSpanProcessor, DisabledSpanProcessor, ExportStage, ExporterStats};
 use crate::wasm::reload::Reloadable;
 use crate::wasm::{
@@ -123,6 +124,8 @@ pub(crate) struct BuildContext<'a> {
     /// Spools open in the running installation that a reload's rebuilt entries take on
     /// instead of opening them again (their lock is held by the processor being replaced).
     offered: std::sync::Mutex<Vec<Arc<Spooling>>>,
+    /// The spool directories opened for this installation so far, by entry (`signal`, name).
+    claimed: std::sync::Mutex<Vec<(std::path::PathBuf, Signal, String)>>,
 }
 
 impl<'a> BuildContext<'a> {
@@ -144,6 +147,7 @@ impl<'a> BuildContext<'a> {
             reloading: false,
             processors: Vec::new(),
             offered: std::sync::Mutex::default(),
+            claimed: std::sync::Mutex::default(),
         }
     }
 
@@ -359,17 +363,43 @@ impl<'a> BuildContext<'a> {
             return Ok(None);
         };
         let (service, rank) = (&self.config.service_name, self.rank.rank);
-        let dir = s.resolved_dir(self.env, service, rank, name);
+        let dir = s.resolved_dir(self.env, service, rank, name, signal);
         let offered = self.offered.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(running) = offered.iter().find(|o| o.dir() == dir) {
             running.set_limits(s.limits());
             return Ok(Some(running.adopt()));
         }
         drop(offered);
-        let (spool, opened) = s
-            .open(self.env, service, rank, name, signal)
-            .map_err(|e| LensError::exporter(name, "cannot open its spool", e))?;
+        let (spool, opened) = self.open_spool_dir(s, &dir, name, signal)?;
         Ok(Some(Arc::new(Spooling::new(spool, opened, stats))))
+    }
+
+    /// Opens the spool at `dir` for the entry `name` of `signal`, unless another entry of this
+    /// installation has it (an error naming both: its lock would only say "this process").
+    fn open_spool_dir(
+        &self,
+        s: &crate::config::SpoolSpec,
+        dir: &std::path::Path,
+        name: &str,
+        signal: Signal,
+    ) -> Result<(Spool, Opened), LensError> {
+        let mut claimed = self.claimed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, other, other_name)) = claimed.iter().find(|(d, _, _)| d == dir) {
+            return Err(LensError::exporter(
+                name,
+                "cannot open its spool",
+                format!(
+                    "spool directory {} is also that of {other} exporter `{other_name}`: each \
+                     exporter needs its own (put `{{signal}}` and `{{exporter}}` in `dir`, as \
+                     the default does)",
+                    dir.display()
+                ),
+            ));
+        }
+        let opened = Spool::open(dir, signal, s.limits())
+            .map_err(|e| LensError::exporter(name, "cannot open its spool", e))?;
+        claimed.push((dir.to_path_buf(), signal, name.to_string()));
+        Ok(opened)
     }
 
     /// A periodic reader for a metric exporter entry, with its statistics (neither for
@@ -443,15 +473,9 @@ impl<'a> BuildContext<'a> {
         if let Some(sink) = sink
             && let Some(s) = spec.spool()
         {
-            let opened = s
-                .open(
-                    self.env,
-                    &self.config.service_name,
-                    self.rank.rank,
-                    name,
-                    Signal::Metrics,
-                )
-                .map_err(|e| LensError::exporter(name, "cannot open its spool", e))?;
+            let (service, rank) = (&self.config.service_name, self.rank.rank);
+            let dir = s.resolved_dir(self.env, service, rank, name, Signal::Metrics);
+            let opened = self.open_spool_dir(s, &dir, name, Signal::Metrics)?;
             let s = Arc::new(metric_spool::MetricSpool::new(
                 opened,
                 sink,

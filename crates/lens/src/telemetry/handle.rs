@@ -341,6 +341,9 @@ fn shutdown_inner(inner: &HandleInner, timeout: Duration) -> Result<(), LensErro
         if let Err(e) = spool.delivered() {
             failed.push((Signal::Metrics, e));
         }
+        // The reader's shutdown may have stopped waiting for a hung export before its
+        // exporter released the spool: another installation or process may open it now.
+        spool.release();
     }
     let exporters = snapshots(inner);
     for signal in [Signal::Traces, Signal::Logs, Signal::Metrics] {
