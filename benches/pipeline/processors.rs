@@ -106,12 +106,6 @@ pub(crate) fn noops_and(redaction: Subject<'_>) -> [Subject<'_>; 4] {
 pub(crate) fn processors(opts: &Opts, rows: &mut Vec<Row>) {
     let rounds = if opts.quick { 20 } else { 300 };
     let spans = batch();
-    let resource = Resource::builder_empty().build();
-    let build = |mode, extra: &[(&str, &str)]| {
-        WasmProcessor::from_config(mode, &spec(mode, extra), &resource)
-            .unwrap()
-            .0
-    };
     let native = per_item(rounds, &spans, spans.len(), |b| {
         std::hint::black_box(redact_natively(b));
     });
@@ -128,21 +122,7 @@ pub(crate) fn processors(opts: &Opts, rows: &mut Vec<Row>) {
         "redact",
         vec![("keys", keys.as_str())],
     );
-    let subjects = noops_and(redaction);
-    for (name, mode, extra) in subjects {
-        let p = build(mode, &extra);
-        p.process_spans(spans.clone()); // warm
-        let ns = per_item(rounds, &spans, spans.len(), |b| {
-            std::hint::black_box(p.process_spans(b));
-        });
-        rows.push(Row {
-            group: GROUP,
-            name: name.into(),
-            value: ns,
-            unit: "ns/span",
-            ratio: Some((ns / native, "× native redaction")),
-        });
-    }
+    measure(noops_and(redaction), rounds, &spans, Some(native), rows);
 
     // The application thread: a rank exporting to `none`, without and with the redaction.
     let n = if opts.quick { 20_000 } else { 200_000 };
@@ -174,22 +154,22 @@ pub(crate) fn processors(opts: &Opts, rows: &mut Vec<Row>) {
     }
 }
 
-/// Section `typed-crossing` (`--only typed-crossing [--batches N]`, for profiles): only the
-/// typed no-op and the typed redaction on the 512-span batch, `N` rounds each (default 300).
-pub(crate) fn typed_crossing(opts: &Opts, rows: &mut Vec<Row>) {
-    let rounds = opts.batches.unwrap_or(300);
-    let spans = batch();
+/// Each subject on `spans`, `rounds` times (after one warm-up), as a row (with its ratio to
+/// `native` when given).
+fn measure<'a>(
+    subjects: impl IntoIterator<Item = Subject<'a>>,
+    rounds: usize,
+    spans: &Vec<SpanData>,
+    native: Option<f64>,
+    rows: &mut Vec<Row>,
+) {
     let resource = Resource::builder_empty().build();
-    let keys = KEYS.join(",");
-    for (name, mode, extra) in [
-        ("typed no-op", "noop", vec![("encoding", "typed")]),
-        ("typed redaction", "redact", vec![("keys", keys.as_str())]),
-    ] {
+    for (name, mode, extra) in subjects {
         let p = WasmProcessor::from_config(mode, &spec(mode, &extra), &resource)
             .unwrap()
             .0;
         p.process_spans(spans.clone()); // warm
-        let ns = per_item(rounds, &spans, spans.len(), |b| {
+        let ns = per_item(rounds, spans, spans.len(), |b| {
             std::hint::black_box(p.process_spans(b));
         });
         rows.push(Row {
@@ -197,7 +177,18 @@ pub(crate) fn typed_crossing(opts: &Opts, rows: &mut Vec<Row>) {
             name: name.into(),
             value: ns,
             unit: "ns/span",
-            ratio: None,
+            ratio: native.map(|native| (ns / native, "× native redaction")),
         });
     }
+}
+
+/// Section `typed-crossing` (`--only typed-crossing [--batches N]`, for profiles): only the
+/// typed no-op and the typed redaction on the 512-span batch, `N` rounds each (default 300).
+pub(crate) fn typed_crossing(opts: &Opts, rows: &mut Vec<Row>) {
+    let keys = KEYS.join(",");
+    let subjects = [
+        ("typed no-op", "noop", vec![("encoding", "typed")]),
+        ("typed redaction", "redact", vec![("keys", keys.as_str())]),
+    ];
+    measure(subjects, opts.batches.unwrap_or(300), &batch(), None, rows);
 }

@@ -124,21 +124,19 @@ impl MetricQueue {
         };
         match jobs.try_send(Job::Export(ticket, request)) {
             Ok(()) => {}
-            Err(TrySendError::Full(Job::Export(ticket, request))) if self.spool.is_some() => {
+            Err(TrySendError::Full(Job::Export(ticket, request))) => match &self.spool {
                 // The guest is behind (an outage's retries): the collection waits on disk.
-                if let Some(spool) = &self.spool {
-                    spool.spill(&request, ticket);
+                Some(spool) => spool.spill(&request, ticket),
+                None => {
+                    log::warn!(
+                        "wasm exporter `{}`: {QUEUED_COLLECTIONS} collections already queued; \
+                         this one is dropped",
+                        self.stats.name()
+                    );
+                    self.stats
+                        .refuse_direct_export(ticket, DropReason::QueueFull)
                 }
-            }
-            Err(TrySendError::Full(Job::Export(ticket, _))) => {
-                log::warn!(
-                    "wasm exporter `{}`: {QUEUED_COLLECTIONS} collections already queued; \
-                     this one is dropped",
-                    self.stats.name()
-                );
-                self.stats
-                    .refuse_direct_export(ticket, DropReason::QueueFull)
-            }
+            },
             Err(TrySendError::Disconnected(Job::Export(ticket, _))) => self
                 .stats
                 .refuse_direct_export(ticket, DropReason::Shutdown),

@@ -37,7 +37,7 @@ use crate::signal::Signal;
 #[cfg(test)]
 use crate::spool::{Opened, Spool};
 pub use chain::{Chain, Retained, Stages};
-pub(crate) use spooling::Spooling;
+pub(crate) use spooling::{Spooling, Turn};
 pub use stats::{
     DeliveryStats, DirectExport, DropReason, ExporterSnapshot, ExporterStats, Processed,
     ProcessorCounts,
@@ -625,29 +625,14 @@ impl<E: BatchExport> Worker<E> {
             return Ok(());
         };
         let exporter = read(&self.exporter);
-        match spooling.replay(&*exporter, &self.shared.stats, deadline, false, || true) {
-            0 => Ok(()),
-            left => Err(OTelSdkError::InternalFailure(format!(
-                "{left} {} are spooled in {}, not yet delivered",
-                self.shared.noun,
-                spooling.dir().display()
-            ))),
-        }
+        spooling.replay(&*exporter, &self.shared.stats, deadline, false, || true);
+        spooling.delivered(self.shared.noun)
     }
 
     /// At shutdown: says what stays in the spool for the next process.
     fn report_spooled(&self) {
         if let Some(spooling) = self.shared.spooling.as_ref().filter(|s| !s.is_shared()) {
-            let left = spooling.held();
-            if left > 0 {
-                log::warn!(
-                    "exporter `{}`: {left} {} stay spooled in {}: the next process given this \
-                     spool sends them (or `lens spool replay`)",
-                    self.shared.stats.name(),
-                    self.shared.noun,
-                    spooling.dir().display()
-                );
-            }
+            spooling.report_left(&self.shared.stats, self.shared.noun);
         }
     }
 
@@ -807,16 +792,7 @@ fn spool_or_export<E: BatchExport>(
             shared.stats.record_failure(&e, errors_at);
             let spooled =
                 shared.spool_resolved(spooling, (items, &record), n as u64, &processed, elapsed)?;
-            log::warn!(
-                "exporter `{}`: export of {items} {} failed ({e}){}",
-                shared.stats.name(),
-                shared.noun,
-                if spooled {
-                    "; spooled, sent when it recovers"
-                } else {
-                    "; the spool has no room: dropped"
-                }
-            );
+            Spooling::report_failed(&shared.stats, items, shared.noun, &e, spooled);
             Some(Ok(()))
         }
     }

@@ -49,9 +49,19 @@ pub(crate) struct Spooling {
     exporting: AtomicBool,
     /// The queues using it: the last one to shut down releases it.
     holders: AtomicUsize,
-    /// Held while a record is taken, exported and acknowledged: one replayer at a time, so
-    /// that no record is sent twice by this process.
-    turn: Mutex<()>,
+    /// Someone is replaying (a worker, a metric reader's export, a flush, a shutdown): one at
+    /// a time, so that no record is sent twice by this process. A flag rather than a mutex: a
+    /// metric export replays across `.await`s, where a guard cannot be held.
+    replaying: AtomicBool,
+}
+
+/// A turn at replaying a spool ([`Spooling::try_turn`]), given back when dropped.
+pub(crate) struct Turn<'a>(&'a AtomicBool);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 impl Spooling {
@@ -77,7 +87,7 @@ impl Spooling {
             health: Mutex::default(),
             exporting: AtomicBool::new(false),
             holders: AtomicUsize::new(1),
-            turn: Mutex::new(()),
+            replaying: AtomicBool::new(false),
         }
     }
 
@@ -201,7 +211,9 @@ impl Spooling {
         if patient && !self.retry_due() {
             return self.held();
         }
-        let _turn = self.turn.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(_turn) = self.turn_until(deadline) else {
+            return self.held();
+        };
         while Instant::now() < deadline && more() {
             let Some(record) = self.next_record(stats) else {
                 break;
@@ -217,6 +229,72 @@ impl Spooling {
             }
         }
         self.held()
+    }
+
+    /// The turn at replaying, if no one else has it.
+    pub(crate) fn try_turn(&self) -> Option<Turn<'_>> {
+        self.replaying
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+            // Lazily: a turn made and dropped on a failed attempt would give the holder's up.
+            .then(|| Turn(&self.replaying))
+    }
+
+    /// The turn at replaying, waiting for a replay already running to end, until `deadline`.
+    pub(crate) fn turn_until(&self, deadline: Instant) -> Option<Turn<'_>> {
+        loop {
+            if let Some(turn) = self.try_turn() {
+                return Some(turn);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// What a flush or a shutdown leaves: an error naming the spool while it holds `noun`
+    /// (`spans`, …), delivered later by this process or the next.
+    pub(crate) fn delivered(&self, noun: &str) -> Result<(), OTelSdkError> {
+        match self.held() {
+            0 => Ok(()),
+            left => Err(OTelSdkError::InternalFailure(format!(
+                "{left} {noun} are spooled in {}, not yet delivered",
+                self.dir().display()
+            ))),
+        }
+    }
+
+    /// At shutdown: says what stays in the spool for the next process.
+    pub(crate) fn report_left(&self, stats: &ExporterStats, noun: &str) {
+        let left = self.held();
+        if left > 0 {
+            log::warn!(
+                "exporter `{}`: {left} {noun} stay spooled in {}: the next process given this \
+                 spool sends them (or `lens spool replay`)",
+                stats.name(),
+                self.dir().display()
+            );
+        }
+    }
+
+    /// Says that an export of `items` `noun` failed with `e`, and where they went.
+    pub(crate) fn report_failed(
+        stats: &ExporterStats,
+        items: u64,
+        noun: &str,
+        e: &OTelSdkError,
+        spooled: bool,
+    ) {
+        log::warn!(
+            "exporter `{}`: export of {items} {noun} failed ({e}){}",
+            stats.name(),
+            if spooled {
+                "; spooled, sent when it recovers"
+            } else {
+                "; the spool has no room: dropped"
+            }
+        );
     }
 
     /// Whether an exporter that is down may be tried again now (always, when it is up).

@@ -20,6 +20,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::batch::Turn;
+
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use prost::Message;
@@ -29,6 +31,9 @@ use crate::exporter::otlp::OtlpRequestSender;
 use crate::spool::otlp::decode_metrics;
 use crate::spool::{Opened, Spool};
 use crate::wasm::reload::Reloadable;
+
+/// What a metric spool holds, in messages.
+const NOUN: &str = "data points";
 
 /// The longest one collection's export replays spooled records after it.
 const MAX_REPLAY_BUDGET: Duration = Duration::from_secs(5);
@@ -81,15 +86,12 @@ impl RequestSink {
     }
 }
 
-/// One metric entry's spool, its sink, and the turn of whoever replays it.
+/// One metric entry's spool and its sink.
 pub struct MetricSpool {
     spooling: Spooling,
     sink: RequestSink,
     stats: Arc<ExporterStats>,
     budget: Duration,
-    /// Someone (the reader's export, a flush, the shutdown) is replaying: one at a time, so
-    /// that no record is sent twice by this process.
-    replaying: AtomicBool,
     /// Given up (by the exporter's shutdown, or the installation's when the reader's timed out).
     released: AtomicBool,
 }
@@ -100,15 +102,6 @@ impl std::fmt::Debug for MetricSpool {
             .field("exporter", &self.stats.name())
             .field("dir", &self.spooling.dir())
             .finish_non_exhaustive()
-    }
-}
-
-/// A turn at replaying, given back when dropped.
-struct Turn<'a>(&'a AtomicBool);
-
-impl Drop for Turn<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
     }
 }
 
@@ -126,7 +119,6 @@ impl MetricSpool {
             sink,
             stats,
             budget: replay_budget(interval),
-            replaying: AtomicBool::new(false),
             released: AtomicBool::new(false),
         }
     }
@@ -185,31 +177,15 @@ impl MetricSpool {
             .spooling
             .append(&self.stats, items, &request.encode_to_vec());
         if let Some(e) = failed {
-            log::warn!(
-                "exporter `{}`: export of {items} data point(s) failed ({e}){}",
-                self.stats.name(),
-                if spooled {
-                    "; spooled, sent when it recovers"
-                } else {
-                    "; the spool has no room: dropped"
-                }
-            );
+            Spooling::report_failed(&self.stats, items, NOUN, e, spooled);
         }
     }
 
     /// Replays for at most `budget` if no one else is replaying.
     async fn replay_for(&self, budget: Duration) {
-        if let Some(turn) = self.try_turn() {
+        if let Some(turn) = self.spooling.try_turn() {
             self.replay(Instant::now() + budget, turn).await;
         }
-    }
-
-    fn try_turn(&self) -> Option<Turn<'_>> {
-        self.replaying
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-            // Lazily: a turn made and dropped on a failed attempt would give the holder's up.
-            .then(|| Turn(&self.replaying))
     }
 
     /// Sends spooled records, oldest first, until none is left, one fails or `deadline`.
@@ -235,28 +211,15 @@ impl MetricSpool {
     /// running to end first.
     pub fn drain(&self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(turn) = self.try_turn() {
-                futures_executor::block_on(self.replay(deadline, turn));
-                break;
-            }
-            if Instant::now() >= deadline {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        if let Some(turn) = self.spooling.turn_until(deadline) {
+            futures_executor::block_on(self.replay(deadline, turn));
         }
     }
 
     /// What is left after a flush or a shutdown: an error naming the spool while it holds
     /// data points (delivered later, by this process or the next).
     pub fn delivered(&self) -> OTelSdkResult {
-        match self.spooling.held() {
-            0 => Ok(()),
-            left => Err(OTelSdkError::InternalFailure(format!(
-                "{left} data point(s) are spooled in {}, not yet delivered",
-                self.spooling.dir().display()
-            ))),
-        }
+        self.spooling.delivered(NOUN)
     }
 
     /// Gives the spool up (the exporter shut down, or the installation did while the reader's
@@ -265,15 +228,7 @@ impl MetricSpool {
         if self.released.swap(true, Ordering::SeqCst) {
             return;
         }
-        let left = self.spooling.held();
-        if left > 0 {
-            log::warn!(
-                "exporter `{}`: {left} data point(s) stay spooled in {}: the next process given \
-                 this spool sends them (or `lens spool replay`)",
-                self.stats.name(),
-                self.spooling.dir().display()
-            );
-        }
+        self.spooling.report_left(&self.stats, NOUN);
         self.spooling.release();
     }
 }

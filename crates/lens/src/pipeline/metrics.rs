@@ -72,23 +72,6 @@ impl CountedMetricExporter {
         self
     }
 
-    /// A collection through the spool's sink: after the processors, counted from the start in
-    /// data points.
-    async fn export_spooled(
-        &self,
-        spool: &MetricSpool,
-        processors: &[Arc<WasmProcessor>],
-        metrics: &ResourceMetrics,
-    ) -> OTelSdkResult {
-        let export = self.stats.begin_direct_export(data_points(metrics));
-        let mut request = ExportMetricsServiceRequest::from(metrics);
-        let (processed, _) = run_metric_processors_answers(processors, &mut request);
-        match self.stats.processed_direct(export, &processed.by) {
-            Some(export) => spool.export(request, export).await,
-            None => Ok(()),
-        }
-    }
-
     /// Runs each collection through `processors` first (an OTLP exporter sends the result
     /// through `requests`).
     pub(crate) fn with_processors(
@@ -106,8 +89,9 @@ impl CountedMetricExporter {
         self.processors.clone()
     }
 
-    /// Exports `metrics` after the processors: counted from the start in data points, those
-    /// the processors drop ending as `dropped_processor`.
+    /// Exports `metrics` after the processors (through the spool's sink when the entry has
+    /// one): counted from the start in data points, those the processors drop ending as
+    /// `dropped_processor`.
     async fn export_processed(
         &self,
         processors: &[Arc<WasmProcessor>],
@@ -120,6 +104,9 @@ impl CountedMetricExporter {
         let Some(export) = self.stats.processed_direct(export, &processed.by) else {
             return Ok(());
         };
+        if let Some(spool) = &self.spool {
+            return spool.export(request, export).await;
+        }
         let result = match &self.exporter {
             MetricExporterKind::Wasm(e) => return e.export_otlp_counted(&request, export),
             MetricExporterKind::Otlp(_) => match &self.requests {
@@ -162,10 +149,10 @@ impl PushMetricExporter for CountedMetricExporter {
     async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
         // The chain as it is now, for this whole collection.
         let chain = self.processors.current();
-        if let Some(spool) = &self.spool {
-            return self.export_spooled(spool, chain.list(), metrics).await;
-        }
-        if !chain.list().is_empty() && !matches!(self.exporter, MetricExporterKind::Disabled) {
+        // A spool is only an OTLP or a started wasm entry's.
+        let processing =
+            !chain.list().is_empty() && !matches!(self.exporter, MetricExporterKind::Disabled);
+        if self.spool.is_some() || processing {
             return self.export_processed(chain.list(), metrics).await;
         }
         match &self.exporter {

@@ -165,12 +165,12 @@ impl<'a> BuildContext<'a> {
         let built = self.build_processors_reusing(signal, exporters, &|_| None, &|name| {
             Arc::new(ExporterStats::new(name))
         })?;
-        Ok(built.into_iter().map(|(stats, _)| stats).collect())
+        Ok(built.iter().map(|(_, p, _)| p.stats().clone()).collect())
     }
 
     /// [`build_processors`](Self::build_processors) for a reload: a processor `reuse` gives
     /// (the running one, when its entry did not change) is taken as it is, the others built
-    /// counting into `stats_for(name)`. Returns each processor's statistics, and whether it
+    /// counting into `stats_for(name)`. Returns each entry with its processor, and whether it
     /// was built (not reused), in the config's order.
     pub(crate) fn build_processors_reusing(
         &mut self,
@@ -178,13 +178,13 @@ impl<'a> BuildContext<'a> {
         exporters: &[ExporterSpec],
         reuse: &dyn Fn(&ProcessorSpec) -> Option<Arc<WasmProcessor>>,
         stats_for: &dyn Fn(&str) -> Arc<ExporterStats>,
-    ) -> Result<Vec<(Arc<ExporterStats>, bool)>, LensError> {
-        let mut all_stats = Vec::new();
+    ) -> Result<Vec<(ProcessorSpec, Arc<WasmProcessor>, bool)>, LensError> {
+        let mut all = Vec::new();
         let defaults = self.config.batch_for(signal);
         for spec in &self.config.signal(signal).processors {
             let name = spec.display_name();
             if let Some(running) = reuse(spec) {
-                all_stats.push((running.stats().clone(), false));
+                all.push((spec.clone(), running.clone(), false));
                 self.processors.push((signal, spec.clone(), running));
                 continue;
             }
@@ -203,21 +203,11 @@ impl<'a> BuildContext<'a> {
                     WasmProcessor::disabled(&name, signal, on_fault, stats.clone(), why)
                 }
             };
-            all_stats.push((stats, true));
-            self.processors
-                .push((signal, spec.clone(), Arc::new(processor)));
+            let processor = Arc::new(processor);
+            all.push((spec.clone(), processor.clone(), true));
+            self.processors.push((signal, spec.clone(), processor));
         }
-        Ok(all_stats)
-    }
-
-    /// The processors built (or reused) for `signal`, in the config's order, with their
-    /// entries.
-    pub(crate) fn processors_of(&self, signal: Signal) -> Vec<(ProcessorSpec, Arc<WasmProcessor>)> {
-        self.processors
-            .iter()
-            .filter(|(s, _, _)| *s == signal)
-            .map(|(_, spec, p)| (spec.clone(), p.clone()))
-            .collect()
+        Ok(all)
     }
 
     /// The processors of `signal` that apply to the exporter called `name`, in the config's
@@ -362,8 +352,7 @@ impl<'a> BuildContext<'a> {
         let Some(s) = spec.spool() else {
             return Ok(None);
         };
-        let (service, rank) = (&self.config.service_name, self.rank.rank);
-        let dir = s.resolved_dir(self.env, service, rank, name, signal);
+        let dir = self.spool_dir(s, name, signal);
         let offered = self.offered.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(running) = offered.iter().find(|o| o.dir() == dir) {
             running.set_limits(s.limits());
@@ -372,6 +361,22 @@ impl<'a> BuildContext<'a> {
         drop(offered);
         let (spool, opened) = self.open_spool_dir(s, &dir, name, signal)?;
         Ok(Some(Arc::new(Spooling::new(spool, opened, stats))))
+    }
+
+    /// The directory of the spool `s` of the entry `name` of `signal` on this rank.
+    fn spool_dir(
+        &self,
+        s: &crate::config::SpoolSpec,
+        name: &str,
+        signal: Signal,
+    ) -> std::path::PathBuf {
+        s.resolved_dir(
+            self.env,
+            &self.config.service_name,
+            self.rank.rank,
+            name,
+            signal,
+        )
     }
 
     /// Opens the spool at `dir` for the entry `name` of `signal`, unless another entry of this
@@ -473,8 +478,7 @@ impl<'a> BuildContext<'a> {
         if let Some(sink) = sink
             && let Some(s) = spec.spool()
         {
-            let (service, rank) = (&self.config.service_name, self.rank.rank);
-            let dir = s.resolved_dir(self.env, service, rank, name, Signal::Metrics);
+            let dir = self.spool_dir(s, name, Signal::Metrics);
             let opened = self.open_spool_dir(s, &dir, name, Signal::Metrics)?;
             let s = Arc::new(metric_spool::MetricSpool::new(
                 opened,

@@ -27,12 +27,10 @@ pub(crate) struct Fanouts<'a> {
     pub processor_stats: Vec<(Signal, &'a StatsList)>,
 }
 
-/// A signal's new processors (its configuration's order) for every exporter's chain, and the
-/// statistics of those built for it.
+/// A signal's new processors (its configuration's order) for every exporter's chain.
 struct Rechain {
     signal: Signal,
     processors: Vec<(ProcessorSpec, Arc<WasmProcessor>)>,
-    new_stats: Vec<Arc<ExporterStats>>,
 }
 
 /// One change to a signal's processors, with the registry's record of the entry after it.
@@ -214,8 +212,11 @@ impl Pending {
                     chain.replace(&r.processors, &entry.name);
                 }
             }
+            // Listed once each: those kept are listed already.
             if let Some((_, list)) = fanouts.processor_stats.iter().find(|(s, _)| *s == r.signal) {
-                r.new_stats.into_iter().for_each(|s| list.add(s));
+                r.processors
+                    .iter()
+                    .for_each(|(_, p)| list.add(p.stats().clone()));
             }
             registry.processors.retain(|p| p.signal != r.signal);
             registry
@@ -345,23 +346,14 @@ fn processors(
         };
         let exporters = new.exporters_of(signal);
         let made = ctx.build_processors_reusing(signal, &exporters, &reuse, &stats_for)?;
-        let processors = ctx.processors_of(signal);
-        for ((_, p), (_, is_new)) in processors.iter().zip(&made) {
-            if *is_new {
-                built.push(p.clone());
-            }
-        }
+        built.extend(
+            made.iter()
+                .filter(|(_, _, new)| *new)
+                .map(|(_, p, _)| p.clone()),
+        );
         if rechain {
-            let new_stats = made
-                .into_iter()
-                .filter(|(_, is_new)| *is_new)
-                .map(|(s, _)| s)
-                .collect();
-            rechains.push(Rechain {
-                signal,
-                processors,
-                new_stats,
-            });
+            let processors = made.into_iter().map(|(spec, p, _)| (spec, p)).collect();
+            rechains.push(Rechain { signal, processors });
         }
     }
     Ok(())
